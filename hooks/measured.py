@@ -1,0 +1,295 @@
+"""MkDocs hook: timing tables, measured numbers in prose, notebook buttons.
+
+Every number a page shows is read here from the GPU runner's data files
+(``data/timings/<gpu>.json``, format in ``triton_course/timings.py``) at build
+time. Directives, each written in a page's Markdown outside code blocks:
+
+``[[timings NAME]]``  (alone on a line)
+    The table of benchmark NAME: a tab per GPU that has measured it, with
+    units, ratios to each peer, percentage of the roofline and provenance.
+    With no GPU data yet, a note says so plainly; no number is ever made up.
+
+``[[measured bench=NAME gpu=h100 value=pct_roofline peer=Triton dtype=float32 n_elements=largest]]``
+    One number from one row, inline. ``value`` is one of ``rate``,
+    ``median_ms``, ``pct_roofline``, ``roofline``, ``ratio:<peer>``
+    (Triton's rate over that peer's), or ``gpu.<field>`` (e.g. gpu.sm_count).
+    Size parameters select the row; ``largest`` picks the biggest value.
+
+``[[notebook notebooks/NAME.ipynb]]``  (alone on a line)
+    The "Run in Colab" button (opening the notebook from ``repo_url``) and a
+    download link.
+
+A malformed data file, an unknown benchmark name where data exists, or a
+selector that matches no row fails the build with a message naming the page.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import sys
+from pathlib import Path
+
+from mkdocs.exceptions import PluginError
+from mkdocs.utils import get_relative_url
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:  # the hooks must work without an install
+    sys.path.insert(0, str(REPO_ROOT))
+
+from triton_course import timings as T  # noqa: E402
+
+STALE_TEXT = "measured on an earlier version of this kernel"
+_TABLE_RE = re.compile(r"^\[\[timings\s+([\w.-]+)\]\]\s*$")
+_NOTEBOOK_RE = re.compile(r"^\[\[notebook\s+(\S+\.ipynb)\]\]\s*$")
+_MEASURED_RE = re.compile(r"\[\[measured\s+([^\]]+)\]\]")
+_FENCE_RE = re.compile(r"^\s*(```|~~~)")
+
+_state: dict = {}
+
+
+# ---------------------------------------------------------------- loading ---
+def timings_dir(config) -> Path:
+    configured = config.get("extra", {}).get("timings_dir", "data/timings")
+    return (Path(config["config_file_path"]).parent / configured).resolve()
+
+
+def on_config(config):
+    try:
+        _state["gpus"] = T.load_dir(timings_dir(config))
+    except T.TimingDataError as exc:
+        raise PluginError(f"timing data: {exc}") from None
+    _state["root"] = Path(config["config_file_path"]).parent.resolve()
+    return config
+
+
+# ------------------------------------------------------------- formatting ---
+def _fmt_number(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f}".replace(",", " ")
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}" if value >= 0.1 else f"{value:.3g}"
+
+
+def _fmt_size(value) -> str:
+    if isinstance(value, int) and value >= 1024 and value & (value - 1) == 0:
+        return f"2<sup>{value.bit_length() - 1}</sup>"
+    if isinstance(value, int):
+        return f"{value:,}".replace(",", " ")
+    return str(value)
+
+
+def _ratio(row: dict, peer: str, base: str = "Triton") -> float | None:
+    results = row["results"]
+    if base not in results or peer not in results:
+        return None
+    return results[base]["rate"] / results[peer]["rate"]
+
+
+def _pct_roofline(row: dict, bench: dict, peer: str = "Triton") -> float | None:
+    if peer not in row["results"]:
+        return None
+    return 100.0 * row["results"][peer]["rate"] / bench["roofline"]["value"]
+
+
+def _date(bench: dict) -> str:
+    return bench["provenance"]["date"][:10]
+
+
+def render_table(bench: dict, gpu: dict, stale: bool) -> str:
+    unit = bench["unit"]
+    peers = bench["peers"]
+    others = [p for p in peers if p != "Triton"]
+    head = [*bench["params"], "dtype", "Triton ms (p20–p80)"]
+    head += [f"{p} {unit}" for p in peers]
+    head += [f"Triton ÷ {p}" for p in others]
+    head += [f"Triton % of {bench['roofline']['name']}"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
+    for row in bench["rows"]:
+        cells = [_fmt_size(row["size"][p]) for p in bench["params"]]
+        cells.append(row["dtype"])
+        tri = row["results"].get("Triton")
+        cells.append(
+            f"{tri['median_ms']:.4g} ({tri['p20_ms']:.3g}–{tri['p80_ms']:.3g})"
+            if tri
+            else "—"
+        )
+        for p in peers:
+            r = row["results"].get(p)
+            cells.append(_fmt_number(r["rate"]) if r else "—")
+        for p in others:
+            ratio = _ratio(row, p)
+            cells.append(f"{ratio:.2f}×" if ratio is not None else "—")
+        pct = _pct_roofline(row, bench)
+        cells.append(f"{pct:.0f} %" if pct is not None else "—")
+        lines.append("| " + " | ".join(cells) + " |")
+
+    prov = bench["provenance"]
+    roof = bench["roofline"]
+    caption = (
+        f"*{gpu['name']} ({gpu['sm_count']} SMs), measured {_date(bench)}: "
+        f"driver {prov['driver']}, CUDA {prov['cuda']}, torch {prov['torch']}, "
+        f"triton {prov['triton']}, Python {prov['python']}, "
+        f"commit `{str(prov['commit'])[:10]}`. "
+        f"Median of `triton.testing.do_bench`, 20th–80th percentile in brackets. "
+        f"{unit} counts {'bytes moved' if bench['metric'] == 'bandwidth' else 'FLOPs'}"
+        f" per call; the roofline, {roof['name']} = {_fmt_number(roof['value'])} "
+        f"{roof['unit']}, was measured in the same run.*"
+    )
+    out = []
+    if stale:
+        out += [
+            f'!!! warning "{STALE_TEXT.capitalize()}"',
+            f"    `{bench['snippet']}` has changed since these numbers were taken; "
+            "the GPU runner will measure it again before the next publish.",
+            "",
+        ]
+    out += lines + ["", caption]
+    return "\n".join(out)
+
+
+def render_timings(name: str, gpus: list, root: Path) -> str:
+    measured = [g for g in gpus if name in g.benchmarks]
+    if not measured:
+        return (
+            '!!! info "Not yet measured on a GPU"\n'
+            f"    The timing table for `{name}` appears here once the GPU runner "
+            "has measured it. Until then this page shows no numbers: the course "
+            "never prints an estimate.\n"
+        )
+    blocks = []
+    for g in measured:
+        bench = g.benchmarks[name]
+        body = render_table(bench, g.gpu, T.is_stale(bench, root))
+        indented = "\n".join(("    " + line) if line else "" for line in body.split("\n"))
+        blocks.append(f'=== "{g.label}"\n\n{indented}\n')
+    return "\n".join(blocks)
+
+
+# -------------------------------------------------------- inline numbers ---
+def _parse_args(text: str) -> dict:
+    args = {}
+    for part in text.split():
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise ValueError(f"expected key=value, got {part!r}")
+        args[key] = value
+    return args
+
+
+def _select_row(bench: dict, args: dict) -> dict:
+    rows = bench["rows"]
+    if "dtype" in args:
+        rows = [r for r in rows if r["dtype"] == args["dtype"]]
+    for param in bench["params"]:
+        if param not in args:
+            continue
+        wanted = args[param]
+        if wanted == "largest":
+            top = max(r["size"][param] for r in rows) if rows else None
+            rows = [r for r in rows if r["size"][param] == top]
+        else:
+            rows = [r for r in rows if str(r["size"][param]) == wanted]
+    if len(rows) != 1:
+        raise ValueError(f"selects {len(rows)} rows; name every size parameter")
+    return rows[0]
+
+
+def render_measured(text: str, gpus: list, root: Path) -> str:
+    args = _parse_args(text)
+    gpu_key = args.pop("gpu", None)
+    value = args.pop("value", None)
+    if not gpu_key or not value:
+        raise ValueError("needs gpu=... and value=...")
+    matches = [g for g in gpus if gpu_key.lower() in g.gpu["slug"].lower()]
+    if len(matches) > 1:
+        raise ValueError(f"gpu={gpu_key!r} matches several data files")
+    if not matches:
+        return f"*(not yet measured on {gpu_key.upper()})*"
+    g = matches[0]
+    if value.startswith("gpu."):
+        field = value[4:]
+        if field not in g.gpu:
+            raise ValueError(f"no GPU field {field!r}")
+        return str(g.gpu[field])
+    name = args.pop("bench", None)
+    if name not in g.benchmarks:
+        raise ValueError(f"no benchmark {name!r} in {g.path.name}")
+    bench = g.benchmarks[name]
+    peer = args.pop("peer", "Triton")
+    row = _select_row(bench, args)
+    if peer not in row["results"]:
+        raise ValueError(f"no result for peer {peer!r}")
+    if value == "rate":
+        number = f"{_fmt_number(row['results'][peer]['rate'])} {bench['unit']}"
+    elif value == "median_ms":
+        number = f"{row['results'][peer]['median_ms']:.3g} ms"
+    elif value == "pct_roofline":
+        number = f"{_pct_roofline(row, bench, peer):.0f} %"
+    elif value == "roofline":
+        number = f"{_fmt_number(bench['roofline']['value'])} {bench['roofline']['unit']}"
+    elif value.startswith("ratio:"):
+        ratio = _ratio(row, value[6:], base=peer)
+        if ratio is None:
+            raise ValueError(f"no result for peer {value[6:]!r}")
+        number = f"{ratio:.2f}×"
+    else:
+        raise ValueError(f"unknown value {value!r}")
+    if T.is_stale(bench, root):
+        return f'{number}<sup title="{STALE_TEXT}">†</sup>'
+    return number
+
+
+# ---------------------------------------------------------------- buttons ---
+def render_notebook(nb_path: str, page, config, files) -> str:
+    repo_url = (config.get("repo_url") or "").rstrip("/")
+    match = re.match(r"https://github\.com/([^/]+/[^/]+)$", repo_url)
+    if not match:
+        raise ValueError("repo_url in mkdocs.yml must be https://github.com/OWNER/REPO")
+    src_uri = posixpath.normpath(posixpath.join(posixpath.dirname(page.file.src_uri), nb_path))
+    nb_file = files.get_file_from_path(src_uri)
+    if nb_file is None:
+        raise ValueError(f"notebook docs/{src_uri} not found")
+    branch = config.get("extra", {}).get("colab_branch", "main")
+    docs_rel = Path(config["docs_dir"]).resolve().relative_to(_state["root"]).as_posix()
+    colab = (
+        f"https://colab.research.google.com/github/{match.group(1)}/blob/"
+        f"{branch}/{docs_rel}/{src_uri}"
+    )
+    # mkdocs-jupyter (include_source) publishes the .ipynb beside its page.
+    download = get_relative_url(
+        nb_file.url + posixpath.basename(src_uri), page.file.url
+    )
+    return (
+        f'<a class="md-button md-button--primary colab-button" href="{colab}">'
+        "▶ Run in Colab</a>\n"
+        f'<a class="md-button notebook-download" href="{download}" download>'
+        "Download the notebook</a>\n"
+    )
+
+
+# ------------------------------------------------------------------- hook ---
+def on_page_markdown(markdown, page, config, files):
+    gpus, root = _state["gpus"], _state["root"]
+    out, in_fence = [], False
+    for number, line in enumerate(markdown.split("\n"), start=1):
+        if _FENCE_RE.match(line):
+            in_fence = not in_fence
+        if in_fence:
+            out.append(line)
+            continue
+        try:
+            if m := _TABLE_RE.match(line.strip()):
+                out.append(render_timings(m.group(1), gpus, root))
+            elif m := _NOTEBOOK_RE.match(line.strip()):
+                out.append(render_notebook(m.group(1), page, config, files))
+            else:
+                out.append(
+                    _MEASURED_RE.sub(
+                        lambda m: render_measured(m.group(1), gpus, root), line
+                    )
+                )
+        except ValueError as exc:
+            raise PluginError(f"{page.file.src_uri}:{number}: {exc}") from None
+    return "\n".join(out)

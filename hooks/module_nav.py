@@ -1,0 +1,80 @@
+"""MkDocs hook: module navigation at the top and bottom of every lesson page.
+
+Derived from the nav in mkdocs.yml, never hand-kept: a lesson is a page inside
+a nav section (a module or series); the section's index page is its overview.
+Each lesson gets
+
+    Module: Course Contents → <section>
+    Previous: <lesson before it>      Next: <lesson after it>
+
+so adding or reordering a lesson in mkdocs.yml updates every page.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+from mkdocs.structure.nav import Section
+from mkdocs.structure.pages import Page
+
+_state: dict = {}
+
+
+def on_nav(nav, config, files):
+    _state["home"] = next((p for p in nav.pages if p.file.src_uri == "index.md"), None)
+    return nav
+
+
+def _link(from_page: Page, to_page: Page, text: str | None = None) -> str:
+    here = posixpath.dirname(from_page.file.src_uri)
+    target = posixpath.relpath(to_page.file.src_uri, here or ".")
+    return f"[{text or to_page.title}]({target})"
+
+
+def _section_pages(section: Section) -> list[Page]:
+    return [child for child in section.children if isinstance(child, Page)]
+
+
+def _is_index(page: Page) -> bool:
+    return posixpath.basename(page.file.src_uri) in ("index.md", "README.md")
+
+
+def module_nav_block(page: Page) -> str | None:
+    """The Markdown of the navigation block for ``page``, or None if not a lesson."""
+    section = page.parent
+    if not isinstance(section, Section):
+        return None
+    pages = _section_pages(section)
+    overview = next((p for p in pages if _is_index(p)), None)
+    lessons = [p for p in pages if not _is_index(p)]
+
+    home = _state.get("home")
+    crumbs = [_link(page, home) if home else "Course Contents"]
+    if overview is not None and overview is not page:
+        crumbs.append(_link(page, overview, section.title))
+    else:
+        crumbs.append(section.title)
+    lines = ["**Module:** " + " → ".join(crumbs)]
+    if page in lessons:
+        i = lessons.index(page)
+        previous = lessons[i - 1] if i > 0 else overview
+        following = lessons[i + 1] if i + 1 < len(lessons) else None
+        if previous is not None:
+            lines.append("**Previous:** " + _link(page, previous))
+        if following is not None:
+            lines.append("**Next:** " + _link(page, following))
+    elif page is overview and lessons:
+        lines.append("**Next:** " + _link(page, lessons[0]))
+    body = "<br>\n".join(lines)
+    return f'<div class="module-nav" markdown>\n{body}\n</div>\n'
+
+
+def on_page_markdown(markdown, page, config, files):
+    block = module_nav_block(page)
+    if block is None:
+        return markdown
+    # Top: after the page's first heading, as the source lesson shows it.
+    head, sep, rest = markdown.partition("\n")
+    if head.startswith("# "):
+        return f"{head}\n\n{block}\n---\n{rest}\n\n---\n\n{block}"
+    return f"{block}\n---\n\n{markdown}\n\n---\n\n{block}"

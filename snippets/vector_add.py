@@ -1,0 +1,145 @@
+"""Vector addition: the smallest complete Triton kernel.
+
+Each program instance adds one block of BLOCK_SIZE elements; a mask switches
+off the lanes that fall past the end of the vectors.
+
+Run it:  TRITON_INTERPRET=1 python snippets/vector_add.py   (CPU, interpreter)
+         python snippets/vector_add.py                      (CUDA GPU)
+"""
+
+# --8<-- [start:imports]
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+# --8<-- [end:imports]
+
+
+# --8<-- [start:kernel]
+@triton.jit
+def vector_add_kernel(
+    x_ptr,  # first input, n_elements contiguous values
+    y_ptr,  # second input, same length and dtype
+    out_ptr,  # output, same length and dtype
+    n_elements,  # how many elements the vectors hold
+    BLOCK_SIZE: tl.constexpr,  # elements per program, a power of two
+):
+    pid = tl.program_id(axis=0)  # which block this program owns
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements  # the last block may run past the end
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x + y, mask=mask)
+
+
+# --8<-- [end:kernel]
+
+
+# --8<-- [start:launcher]
+SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def vector_add(x: torch.Tensor, y: torch.Tensor, block_size: int = 1024):
+    """Return x + y computed by vector_add_kernel."""
+    if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
+        raise TypeError("vector_add expects two torch.Tensor arguments")
+    if x.device != y.device:
+        raise ValueError(f"x is on {x.device} but y is on {y.device}")
+    if x.device.type != "cuda" and not _interpreting():
+        raise ValueError(
+            f"tensors are on {x.device}: move them to a CUDA GPU, or set "
+            "TRITON_INTERPRET=1 to run the kernel on the CPU"
+        )
+    if x.dtype != y.dtype:
+        raise TypeError(f"dtypes differ: x is {x.dtype}, y is {y.dtype}")
+    if x.dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"unsupported dtype {x.dtype}; use one of {SUPPORTED_DTYPES}")
+    if x.shape != y.shape:
+        raise ValueError(f"shapes differ: {tuple(x.shape)} vs {tuple(y.shape)}")
+    if not (x.is_contiguous() and y.is_contiguous()):
+        # The kernel walks memory with stride 1; a strided view would be read
+        # wrongly, so refuse it rather than copy silently.
+        raise ValueError("vector_add needs contiguous tensors (call .contiguous())")
+    if block_size <= 0 or block_size & (block_size - 1):
+        raise ValueError(f"block_size must be a power of two, got {block_size}")
+
+    out = torch.empty_like(x)
+    n_elements = x.numel()
+    if n_elements == 0:
+        return out
+    grid = (triton.cdiv(n_elements, block_size),)  # one program per block
+    vector_add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=block_size)
+    return out
+
+
+def _interpreting() -> bool:
+    # Under TRITON_INTERPRET=1 the kernel runs on the CPU, on CPU tensors.
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
+# --8<-- [end:launcher]
+
+
+# --8<-- [start:reference]
+def vector_add_ref(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The same sum in plain PyTorch: the reference and the eager peer."""
+    return x + y
+
+
+# --8<-- [end:reference]
+
+
+# --8<-- [start:benchmark]
+def _bench_inputs(size: dict, dtype: torch.dtype, device: str):
+    n = size["n_elements"]
+    return (
+        torch.randn(n, dtype=dtype, device=device),
+        torch.randn(n, dtype=dtype, device=device),
+    )
+
+
+def _bench_bytes(size: dict, dtype: torch.dtype) -> int:
+    # Two vectors read, one written: GB/s = 3 * n * itemsize / seconds / 1e9
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    return 3 * size["n_elements"] * itemsize
+
+
+BENCHMARK = {
+    "name": "vector_add",
+    "title": "Vector addition, out = x + y",
+    "params": ["n_elements"],
+    "sizes": [{"n_elements": 2**k} for k in (12, 16, 20, 24, 28)],
+    "dtypes": ["float32"],
+    "metric": "bandwidth",  # rate in GB/s, roofline = measured copy bandwidth
+    "work": _bench_bytes,
+    "make_inputs": _bench_inputs,
+    "triton": vector_add,
+    "peers": {"PyTorch eager": vector_add_ref},
+    "compile": "PyTorch eager",  # the runner also times torch.compile of this peer
+}
+# --8<-- [end:benchmark]
+
+
+# --8<-- [start:main]
+def main():
+    device = "cuda" if torch.cuda.is_available() and not _interpreting() else "cpu"
+    torch.manual_seed(0)
+    for n in (1, 1000, 98_432):
+        x = torch.randn(n, device=device)
+        y = torch.randn(n, device=device)
+        out = vector_add(x, y)
+        torch.testing.assert_close(out, vector_add_ref(x, y))
+        print(f"n={n:>6}: matches PyTorch on {device}")
+    if device == "cuda":
+        x = torch.randn(2**26, device=device)
+        y = torch.randn(2**26, device=device)
+        ms = triton.testing.do_bench(lambda: vector_add(x, y), return_mode="median")
+        gbps = _bench_bytes({"n_elements": x.numel()}, x.dtype) / ms / 1e6
+        print(f"n=2**26 float32: {ms:.3f} ms, {gbps:.0f} GB/s")
+
+
+if __name__ == "__main__":
+    main()
+# --8<-- [end:main]

@@ -1,0 +1,1 @@
+"""Helpers of the Triton course: timing-data format, notebook builder, GPU runner."""

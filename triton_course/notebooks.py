@@ -1,0 +1,197 @@
+"""Companion notebooks, built from a recipe and the snippet sections it names.
+
+A recipe (``notebooks/<name>.md``) is Markdown with two kinds of code cell:
+
+- a line ``--8<-- "vector_add.py:kernel"`` becomes a code cell holding exactly
+  that section of ``snippets/vector_add.py``, the same text the lesson page
+  embeds: one source of truth, so the notebook cannot drift from the snippet;
+- a fenced ```` ```python ```` block becomes a code cell as written (set-up,
+  checks, timing that only the notebook needs).
+
+Everything between code cells becomes one Markdown cell. The first cell is a
+"Run in Colab" badge pointing at the repository named in ``mkdocs.yml``.
+
+    python -m triton_course.notebooks build    # write docs/notebooks/*.ipynb
+    python -m triton_course.notebooks check    # fail if any notebook drifted
+
+Building keeps the outputs of every code cell whose source did not change, so
+the outputs of the last real run survive a rebuild that changes only prose.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RECIPES_DIR = REPO_ROOT / "notebooks"
+SNIPPETS_DIR = REPO_ROOT / "snippets"
+OUTPUT_DIR = REPO_ROOT / "docs" / "notebooks"
+
+_INCLUDE_RE = re.compile(r'^--8<--\s+"([^":]+):([\w-]+)"\s*$')
+_START = "# --8<-- [start:{}]"
+_END = "# --8<-- [end:{}]"
+
+
+class NotebookError(ValueError):
+    """A recipe names a snippet or section that does not exist, or drifted."""
+
+
+def snippet_section(snippet: str, section: str, snippets_dir: Path = SNIPPETS_DIR) -> str:
+    """The text between a snippet's ``[start:section]`` and ``[end:section]``."""
+    path = snippets_dir / snippet
+    if not path.is_file():
+        raise NotebookError(f"snippet {path} not found")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    start, end = _START.format(section), _END.format(section)
+    try:
+        first = [line.strip() for line in lines].index(start) + 1
+        last = [line.strip() for line in lines].index(end, first)
+    except ValueError:
+        raise NotebookError(f"{path}: section {section!r} not found") from None
+    body = [line for line in lines[first:last] if not line.strip().startswith("# --8<--")]
+    return textwrap.dedent("\n".join(body)).strip("\n")
+
+
+def repo_slug(mkdocs_yml: Path = REPO_ROOT / "mkdocs.yml") -> str:
+    """OWNER/REPO from mkdocs.yml's repo_url (read without a YAML dependency)."""
+    text = mkdocs_yml.read_text(encoding="utf-8")
+    match = re.search(r"^repo_url:\s*https://github\.com/([^/\s]+/[^/\s]+?)/?\s*$", text, re.M)
+    if not match:
+        raise NotebookError("mkdocs.yml: repo_url must be https://github.com/OWNER/REPO")
+    return match.group(1)
+
+
+def colab_url(notebook_name: str, slug: str, branch: str = "main") -> str:
+    return (
+        f"https://colab.research.google.com/github/{slug}/blob/{branch}/"
+        f"docs/notebooks/{notebook_name}"
+    )
+
+
+def cells_from_recipe(recipe: Path, snippets_dir: Path = SNIPPETS_DIR) -> list[dict]:
+    """The notebook's cells, as ``{"cell_type": ..., "source": ...}`` dicts."""
+    notebook_name = recipe.with_suffix(".ipynb").name
+    badge = (
+        f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
+        f"({colab_url(notebook_name, repo_slug())})"
+    )
+    cells: list[dict] = [{"cell_type": "markdown", "source": badge}]
+    prose: list[str] = []
+
+    def flush_prose():
+        text = "\n".join(prose).strip("\n")
+        if text:
+            cells.append({"cell_type": "markdown", "source": text})
+        prose.clear()
+
+    lines = recipe.read_text(encoding="utf-8").splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if match := _INCLUDE_RE.match(line.strip()):
+            flush_prose()
+            code = snippet_section(match.group(1), match.group(2), snippets_dir)
+            cells.append({"cell_type": "code", "source": code})
+        elif line.strip() == "```python":
+            flush_prose()
+            end = lines.index("```", i + 1)
+            cells.append({"cell_type": "code", "source": "\n".join(lines[i + 1 : end])})
+            i = end
+        else:
+            prose.append(line)
+        i += 1
+    flush_prose()
+    return cells
+
+
+def _source(cell: dict) -> str:
+    src = cell["source"]
+    return "".join(src) if isinstance(src, list) else src
+
+
+def render_notebook(cells: list[dict], previous: dict | None = None) -> dict:
+    """A notebook document; code cells keep outputs from ``previous`` if unchanged."""
+    old_outputs: dict[str, list] = {}
+    if previous:
+        for cell in previous.get("cells", []):
+            if cell["cell_type"] == "code":
+                old_outputs[_source(cell)] = cell.get("outputs", [])
+    nb_cells = []
+    for index, cell in enumerate(cells):
+        entry = {
+            "cell_type": cell["cell_type"],
+            "id": f"cell-{index}",
+            "metadata": {},
+            "source": cell["source"],
+        }
+        if cell["cell_type"] == "code":
+            entry["execution_count"] = None
+            entry["outputs"] = old_outputs.get(cell["source"], [])
+        nb_cells.append(entry)
+    metadata = (previous or {}).get("metadata", {})
+    metadata.update(
+        {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+            # Colab opens it on a GPU runtime.
+            "accelerator": "GPU",
+            "colab": {"provenance": [], "gpuType": "T4"},
+        }
+    )
+    return {"cells": nb_cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
+
+
+def recipes() -> list[Path]:
+    return sorted(RECIPES_DIR.glob("*.md"))
+
+
+def notebook_path(recipe: Path) -> Path:
+    return OUTPUT_DIR / recipe.with_suffix(".ipynb").name
+
+
+def build(recipe: Path) -> Path:
+    out = notebook_path(recipe)
+    previous = json.loads(out.read_text(encoding="utf-8")) if out.exists() else None
+    doc = render_notebook(cells_from_recipe(recipe), previous)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return out
+
+
+def drift(recipe: Path) -> list[str]:
+    """Differences between the stored notebook's cells and what the recipe gives."""
+    out = notebook_path(recipe)
+    if not out.exists():
+        return [f"{out} is missing: run `python -m triton_course.notebooks build`"]
+    stored = json.loads(out.read_text(encoding="utf-8"))["cells"]
+    wanted = cells_from_recipe(recipe)
+    problems = []
+    if len(stored) != len(wanted):
+        problems.append(f"{out.name}: {len(stored)} cells, recipe gives {len(wanted)}")
+    for i, (have, want) in enumerate(zip(stored, wanted)):
+        if have["cell_type"] != want["cell_type"] or _source(have) != want["source"]:
+            problems.append(f"{out.name}: cell {i} differs from its recipe/snippet")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=["build", "check"])
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        for recipe in recipes():
+            print(f"wrote {build(recipe).relative_to(REPO_ROOT)}")
+        return 0
+    problems = [p for recipe in recipes() for p in drift(recipe)]
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
