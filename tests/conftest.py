@@ -1,0 +1,94 @@
+"""Shared test set-up: device choice, snippet loading, tolerances, poisoning.
+
+On a machine without CUDA every kernel runs in Triton's interpreter on the CPU
+(TRITON_INTERPRET=1 is set here, before anything imports triton). On a CUDA
+machine the same tests run on the GPU, plus those marked ``gpu``, which the
+CPU run deselects and names (they are never counted as passed).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SNIPPETS = REPO_ROOT / "snippets"
+HAS_GPU = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
+if not HAS_GPU:
+    os.environ["TRITON_INTERPRET"] = "1"
+DEVICE = "cuda" if HAS_GPU else "cpu"
+
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+# Tolerances per dtype, in one place. Each bounds the error against a float64
+# reference by a small multiple of what the dtype's own rounding gives: half
+# precision keeps 11 significant bits (eps 9.8e-4), bfloat16 8 bits (7.8e-3).
+TOLERANCES = {
+    torch.float32: {"atol": 1e-5, "rtol": 1e-5},
+    torch.float16: {"atol": 2e-3, "rtol": 2e-3},
+    torch.bfloat16: {"atol": 1.6e-2, "rtol": 1.6e-2},
+    torch.float64: {"atol": 1e-10, "rtol": 1e-10},
+}
+
+
+def assert_close(actual: torch.Tensor, expected: torch.Tensor, **override):
+    """Compare to a reference computed in higher precision, with TOLERANCES."""
+    tol = dict(TOLERANCES[actual.dtype], **override)
+    torch.testing.assert_close(
+        actual.to(torch.float64), expected.to(torch.float64), equal_nan=True, **tol
+    )
+
+
+def load_snippet(name: str):
+    """Import ``snippets/<name>.py`` as a module (snippets are not a package)."""
+    path = SNIPPETS / f"{name}.py"
+    module_name = f"snippet_{name}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def poison_(tensor: torch.Tensor) -> torch.Tensor:
+    """Fill with NaN (or the dtype's max for integers): an unwritten element fails."""
+    if tensor.dtype.is_floating_point:
+        return tensor.fill_(float("nan"))
+    return tensor.fill_(torch.iinfo(tensor.dtype).max)
+
+
+@pytest.fixture
+def device() -> str:
+    return DEVICE
+
+
+@pytest.fixture
+def seeded():
+    torch.manual_seed(1234)
+
+
+def pytest_collection_modifyitems(config, items):
+    if HAS_GPU:
+        return
+    gpu_only = [item for item in items if item.get_closest_marker("gpu")]
+    if gpu_only:
+        config.hook.pytest_deselected(items=gpu_only)
+        items[:] = [item for item in items if not item.get_closest_marker("gpu")]
+        config._course_gpu_deselected = len(gpu_only)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    count = getattr(config, "_course_gpu_deselected", 0)
+    if count:
+        terminalreporter.write_line(
+            f"{count} GPU-only tests were not run here (no CUDA GPU): "
+            "the GPU runner runs them (`make gpu`)."
+        )

@@ -1,0 +1,120 @@
+"""snippets/vector_add.py: results on awkward sizes and dtypes, and every input error."""
+
+import pytest
+import torch
+from conftest import DEVICE, assert_close, load_snippet, poison_
+
+va = load_snippet("vector_add")
+
+SIZES = [0, 1, 7, 1000, 1024, 65_539]
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n", SIZES)
+def test_matches_reference(n, dtype, seeded):
+    x = torch.randn(n, device=DEVICE).to(dtype)
+    y = torch.randn(n, device=DEVICE).to(dtype)
+    out = poison_(torch.empty_like(x))
+    result = va.vector_add(x, y, out=out)
+    assert result is out
+    assert not torch.isnan(out).any(), "an element was never written"
+    assert_close(out, x.double() + y.double())
+
+
+@pytest.mark.parametrize("block_size", [1, 16, 128, 4096])
+def test_block_sizes_cover_every_element(block_size, seeded):
+    n = 1000  # not a multiple of any block size above but 1
+    x, y = torch.randn(n, device=DEVICE), torch.randn(n, device=DEVICE)
+    out = poison_(torch.empty_like(x))
+    va.vector_add(x, y, out=out, block_size=block_size)
+    assert_close(out, x.double() + y.double())
+
+
+def test_does_not_write_past_the_end(seeded):
+    # `out` is a slice of a poisoned buffer: the guard elements after it must
+    # stay NaN, so a store without its mask fails here.
+    x, y = torch.randn(1000, device=DEVICE), torch.randn(1000, device=DEVICE)
+    buffer = poison_(torch.empty(1024 + 64, device=DEVICE))
+    va.vector_add(x, y, out=buffer[:1000])
+    assert torch.isnan(buffer[1000:]).all()
+    assert_close(buffer[:1000], x.double() + y.double())
+
+
+def test_reference_is_the_plain_sum():
+    x, y = torch.arange(5.0), torch.ones(5)
+    assert torch.equal(va.vector_add_ref(x, y), torch.tensor([1.0, 2, 3, 4, 5]))
+
+
+# ------------------------------------------------------------ bad input ---
+def _pair(n=8, **kw):
+    return torch.randn(n, device=DEVICE, **kw), torch.randn(n, device=DEVICE, **kw)
+
+
+@pytest.mark.parametrize(
+    "make, error, message",
+    [
+        (lambda: ([1.0], [2.0]), TypeError, "torch.Tensor"),
+        (lambda: (_pair()[0], _pair()[1].double()), TypeError, "dtypes differ"),
+        (lambda: _pair(dtype=torch.float64), TypeError, "unsupported dtype"),
+        (
+            lambda: (torch.ones(8, dtype=torch.int32, device=DEVICE),) * 2,
+            TypeError,
+            "unsupported dtype",
+        ),
+        (lambda: (_pair(8)[0], _pair(9)[0]), ValueError, "shapes differ"),
+        (lambda: (torch.randn(8, 8, device=DEVICE).t(),) * 2, ValueError, "contiguous"),
+    ],
+    ids=["not-tensors", "mixed-dtypes", "float64", "int32", "shapes", "strided"],
+)
+def test_bad_input_is_rejected(make, error, message):
+    x, y = make()
+    with pytest.raises(error, match=message):
+        va.vector_add(x, y)
+
+
+def test_bad_block_size_is_rejected():
+    x, y = _pair()
+    with pytest.raises(ValueError, match="power of two"):
+        va.vector_add(x, y, block_size=1000)
+
+
+def test_bad_out_is_rejected():
+    x, y = _pair()
+    with pytest.raises(ValueError, match="out must match"):
+        va.vector_add(x, y, out=torch.empty(9, device=DEVICE))
+    with pytest.raises(ValueError, match="out must be contiguous"):
+        va.vector_add(x, y, out=torch.empty(16, device=DEVICE)[::2])
+
+
+def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
+    # Outside the interpreter a CPU tensor handed to the GPU kernel would be
+    # read as a device pointer: the launcher must refuse it with advice.
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    x, y = torch.randn(4), torch.randn(4)
+    with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
+        va.vector_add(x, y)
+
+
+@pytest.mark.gpu  # needs a CUDA device beside the CPU
+def test_mixed_devices_are_rejected():
+    with pytest.raises(ValueError, match="is on"):
+        va.vector_add(torch.randn(4, device="cuda"), torch.randn(4))
+
+
+def test_runs_as_a_script(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import SNIPPETS
+
+    env = dict(os.environ)
+    if DEVICE == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    done = subprocess.run(
+        [sys.executable, str(SNIPPETS / "vector_add.py")],
+        capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "n= 98432: matches PyTorch" in done.stdout
