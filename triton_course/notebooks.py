@@ -13,6 +13,7 @@ Everything between code cells becomes one Markdown cell. The first cell is a
 
     python -m triton_course.notebooks build    # write docs/notebooks/*.ipynb
     python -m triton_course.notebooks check    # fail if any notebook drifted
+    python -m triton_course.notebooks execute  # run them here, store outputs
 
 Building keeps the outputs of every code cell whose source did not change, so
 the outputs of the last real run survive a rebuild that changes only prose.
@@ -159,7 +160,7 @@ def build(recipe: Path) -> Path:
     previous = json.loads(out.read_text(encoding="utf-8")) if out.exists() else None
     doc = render_notebook(cells_from_recipe(recipe), previous)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_notebook(out, doc)
     return out
 
 
@@ -179,10 +180,62 @@ def drift(recipe: Path) -> list[str]:
     return problems
 
 
+def coalesce_streams(doc: dict) -> dict:
+    """Merge consecutive stdout/stderr outputs, as pytest-notebook compares them."""
+    for cell in doc["cells"]:
+        merged: list[dict] = []
+        for output in cell.get("outputs", []):
+            last = merged[-1] if merged else None
+            if (
+                output.get("output_type") == "stream"
+                and last is not None
+                and last.get("output_type") == "stream"
+                and last.get("name") == output.get("name")
+            ):
+                last["text"] = _source({"source": last["text"]}) + _source(
+                    {"source": output["text"]}
+                )
+            else:
+                merged.append(output)
+        if "outputs" in cell:
+            cell["outputs"] = merged
+    return doc
+
+
+def execute(path: Path, timeout: int = 600) -> dict:
+    """Run a notebook top to bottom in its folder and return it with outputs.
+
+    Raises nbclient's CellExecutionError if a cell fails; nothing is written.
+    """
+    import nbclient  # imported here: building and checking need no Jupyter
+    import nbformat
+
+    doc = nbformat.read(str(path), as_version=4)
+    client = nbclient.NotebookClient(
+        doc, timeout=timeout, kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.execute()
+    return coalesce_streams(json.loads(nbformat.writes(doc)))
+
+
+def write_notebook(path: Path, doc: dict) -> None:
+    """Write atomically, so a failed run never leaves half a notebook."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=["build", "check"])
+    parser.add_argument("command", choices=["build", "check", "execute"])
     args = parser.parse_args(argv)
+    if args.command == "execute":
+        for recipe in recipes():
+            path = notebook_path(recipe)
+            write_notebook(path, execute(path))
+            print(f"executed {path.relative_to(REPO_ROOT)}")
+        return 0
     if args.command == "build":
         for recipe in recipes():
             print(f"wrote {build(recipe).relative_to(REPO_ROOT)}")
