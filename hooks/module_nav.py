@@ -25,10 +25,24 @@ def on_nav(nav, config, files):
     return nav
 
 
+def _title(page: Page) -> str:
+    """The nav title, or the page's first heading (pages later in the build
+    have not been read yet, so their title is not known to MkDocs)."""
+    if page.title:
+        return page.title
+    source = page.file.abs_src_path
+    if source and source.endswith(".md"):
+        with open(source, encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return page.file.name.replace("-", " ").replace("_", " ").capitalize()
+
+
 def _link(from_page: Page, to_page: Page, text: str | None = None) -> str:
     here = posixpath.dirname(from_page.file.src_uri)
     target = posixpath.relpath(to_page.file.src_uri, here or ".")
-    return f"[{text or to_page.title}]({target})"
+    return f"[{text or _title(to_page)}]({target})"
 
 
 def _section_pages(section: Section) -> list[Page]:

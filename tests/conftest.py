@@ -92,3 +92,23 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             f"{count} GPU-only tests were not run here (no CUDA GPU): "
             "the GPU runner runs them (`make gpu`)."
         )
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory):
+    """Build the whole site once, strictly, and return (site_dir, seconds, log)."""
+    import subprocess
+    import time
+
+    site = tmp_path_factory.mktemp("site")
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),
+    )
+    seconds = time.perf_counter() - started
+    assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stderr[-3000:]}"
+    return site, seconds, done.stderr

@@ -1,0 +1,169 @@
+"""The site: strict build, module navigation from the nav, snippet consistency."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO_ROOT, SNIPPETS
+
+DOCS = REPO_ROOT / "docs"
+INCLUDE_RE = re.compile(r'^\s*--8<--\s+"([^"]+)"\s*$', re.M)
+
+
+def _load_nav():
+    # mkdocs.yml may carry !!python tags in the future; a plain safe_load is
+    # enough for the nav today.
+    return yaml.safe_load((REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+
+
+def _html(site: Path, src_uri: str) -> str:
+    page = src_uri[: -len(".md")]
+    page = page[: -len("index")] if page.endswith("index") else page + "/"
+    return (site / page / "index.html").read_text(encoding="utf-8")
+
+
+def test_strict_build_is_clean_and_quick(built_site):
+    site, seconds, log = built_site
+    assert (site / "index.html").exists()
+    assert "WARNING" not in log
+    # The target is 5 s in the docs environment; the test environment imports
+    # more, so allow headroom while still catching a build gone slow.
+    assert seconds < 30, f"strict build took {seconds:.1f} s"
+
+
+def test_docs_build_needs_no_torch_or_triton(tmp_path):
+    # Block both imports, then build: the hooks must not reach for them.
+    code = (
+        "import sys; sys.modules['torch'] = None; sys.modules['triton'] = None\n"
+        "from mkdocs.__main__ import cli\n"
+        f"cli(['build', '--strict', '-q', '-d', {str(tmp_path)!r}])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    extras = (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    docs_set = extras.split("docs = [", 1)[1].split("]", 1)[0]
+    assert "torch" not in docs_set and "triton\"" not in docs_set
+
+
+def _sections(nav):
+    """(title, [src_uri, ...]) for every nav section whose children are pages."""
+    for entry in nav:
+        if not isinstance(entry, dict):
+            continue
+        (title, children), = entry.items()
+        if isinstance(children, list):
+            pages = []
+            for child in children:
+                value = next(iter(child.values())) if isinstance(child, dict) else child
+                if isinstance(value, str):
+                    pages.append(value)
+            yield title, pages
+
+
+def _is_index(uri):
+    return uri.rsplit("/", 1)[-1] == "index.md"
+
+
+def test_every_lesson_shows_module_navigation_in_nav_order(built_site):
+    site = built_site[0]
+    checked = 0
+    for title, pages in _sections(_load_nav()):
+        lessons = [p for p in pages if p.endswith(".md") and not _is_index(p)]
+        overview = next((p for p in pages if _is_index(p)), None)
+        for i, uri in enumerate(lessons):
+            html = _html(site, uri)
+            blocks = re.findall(r'<div class="module-nav">(.*?)</div>', html, re.S)
+            assert len(blocks) == 2, f"{uri}: module nav should be at top and bottom"
+            top = blocks[0]
+            assert "Course Contents</a> → " in top and title in top, uri
+            before = lessons[i - 1] if i else overview
+            after = lessons[i + 1] if i + 1 < len(lessons) else None
+            if before:
+                assert "<strong>Previous:</strong>" in top, uri
+            if after:
+                target = after.rsplit("/", 1)[-1][: -len(".md")]
+                assert re.search(rf"<strong>Next:</strong> <a href=\"[^\"]*{target}/\"", top), uri
+            checked += 1
+    assert checked >= 1
+
+
+def test_module_navigation_follows_a_reordered_nav(tmp_path):
+    # A throwaway project using the real hook: reorder the nav, rebuild, and
+    # Previous/Next must follow without touching any page.
+    docs = tmp_path / "docs"
+    (docs / "mod").mkdir(parents=True)
+    (docs / "index.md").write_text("# Home\n")
+    (docs / "mod" / "index.md").write_text("# Module overview\n")
+    for name in ("alpha", "beta", "gamma"):
+        (docs / "mod" / f"{name}.md").write_text(f"# Lesson {name}\n\nBody.\n")
+
+    def build(order):
+        lessons = "\n".join(f"      - mod/{n}.md" for n in order)
+        (tmp_path / "mkdocs.yml").write_text(
+            "site_name: t\n"
+            f"hooks:\n  - {REPO_ROOT / 'hooks' / 'module_nav.py'}\n"
+            "markdown_extensions: [md_in_html]\n"
+            "nav:\n  - Course Contents: index.md\n  - The Module:\n"
+            f"      - mod/index.md\n{lessons}\n"
+        )
+        out = tmp_path / "site"
+        subprocess.run(
+            [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)],
+            cwd=tmp_path, check=True, capture_output=True,
+        )
+        return lambda n: (out / "mod" / n / "index.html").read_text()
+
+    page = build(["alpha", "beta", "gamma"])
+    assert re.search(r"Previous:</strong> <a href=\"../alpha/\">Lesson alpha", page("beta"))
+    assert re.search(r"Next:</strong> <a href=\"../gamma/\">Lesson gamma", page("beta"))
+    assert "The Module</a>" in page("beta")
+    page = build(["gamma", "beta", "alpha"])
+    assert re.search(r"Previous:</strong> <a href=\"../gamma/\">", page("beta"))
+    assert re.search(r"Next:</strong> <a href=\"../alpha/\">", page("beta"))
+    assert "Next:" not in page("alpha").split("<hr")[0]
+
+
+def _includes():
+    for md in DOCS.rglob("*.md"):
+        for target in INCLUDE_RE.findall(md.read_text(encoding="utf-8")):
+            yield md, target
+
+
+def _sections_of(path: Path) -> set[str]:
+    return set(re.findall(r"--8<-- \[start:([\w-]+)\]", path.read_text(encoding="utf-8")))
+
+
+def test_every_embedded_section_exists():
+    found = 0
+    for md, target in _includes():
+        name, _, section = target.partition(":")
+        candidates = [SNIPPETS / name, DOCS / "assets" / "excerpts" / name]
+        path = next((c for c in candidates if c.is_file()), None)
+        assert path, f"{md.relative_to(REPO_ROOT)} embeds missing file {name}"
+        if section:
+            assert section in _sections_of(path), f"{md.name}: no section {target}"
+        found += 1
+    assert found > 0
+
+
+def test_every_snippet_is_embedded_somewhere():
+    embedded = {target.partition(":")[0] for _, target in _includes()}
+    recipes = "".join(p.read_text(encoding="utf-8") for p in (REPO_ROOT / "notebooks").glob("*.md"))
+    for snippet in sorted(SNIPPETS.glob("*.py")):
+        assert snippet.name in embedded or f'"{snippet.name}:' in recipes, (
+            f"snippets/{snippet.name} is not shown on any page"
+        )
+
+
+@pytest.mark.parametrize("snippet", sorted(SNIPPETS.glob("*.py")), ids=lambda p: p.name)
+def test_section_markers_are_balanced(snippet):
+    text = snippet.read_text(encoding="utf-8")
+    starts = re.findall(r"# --8<-- \[start:([\w-]+)\]", text)
+    ends = re.findall(r"# --8<-- \[end:([\w-]+)\]", text)
+    assert sorted(starts) == sorted(ends), f"unbalanced markers in {snippet.name}"
+    assert len(set(starts)) == len(starts), f"duplicate section names in {snippet.name}"
