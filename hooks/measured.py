@@ -14,6 +14,18 @@ time. Directives, each written in a page's Markdown outside code blocks:
     ``median_ms``, ``pct_roofline``, ``roofline``, ``ratio:<peer>``
     (Triton's rate over that peer's), or ``gpu.<field>`` (e.g. gpu.sm_count).
     Size parameters select the row; ``largest`` picks the biggest value.
+    Quote values with spaces: ``value="ratio:PyTorch eager"``.
+
+``[[plot NAME]]``  (alone on a line)
+    The plot of benchmark NAME (rate against size per peer, the roofline as a
+    dashed line): a tab per GPU, inlined from ``docs/assets/plots/NAME-<gpu>.svg``
+    (drawn from the data if the file is absent), in ``currentColor`` so it
+    follows the light or dark scheme. Without data, a note says so.
+
+``[[capture NAME]]``  (alone on a line)
+    A text artefact only a GPU can make (profiler table, generated code, ncu
+    metrics), recorded by the runner from a snippet's ``CAPTURES``: a code
+    block per GPU tab, or a note that it was not yet captured on a GPU.
 
 ``[[notebook notebooks/NAME.ipynb]]``  (alone on a line)
     The "Run in Colab" button (opening the notebook from ``repo_url``) and a
@@ -27,6 +39,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -38,9 +51,12 @@ if str(REPO_ROOT) not in sys.path:  # the hooks must work without an install
     sys.path.insert(0, str(REPO_ROOT))
 
 from triton_course import timings as T  # noqa: E402
+from triton_course.runner import plots as P  # noqa: E402
 
 STALE_TEXT = "measured on an earlier version of this kernel"
 _TABLE_RE = re.compile(r"^\[\[timings\s+([\w.-]+)\]\]\s*$")
+_PLOT_RE = re.compile(r"^\[\[plot\s+([\w.-]+)\]\]\s*$")
+_CAPTURE_RE = re.compile(r"^\[\[capture\s+([\w.-]+)\]\]\s*$")
 _NOTEBOOK_RE = re.compile(r"^\[\[notebook\s+(\S+\.ipynb)\]\]\s*$")
 _MEASURED_RE = re.compile(r"\[\[measured\s+([^\]]+)\]\]")
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
@@ -167,10 +183,78 @@ def render_timings(name: str, gpus: list, root: Path) -> str:
     return "\n".join(blocks)
 
 
+def _tabs(blocks: list[tuple[str, str]]) -> str:
+    out = []
+    for label, body in blocks:
+        indented = "\n".join(("    " + line) if line else "" for line in body.split("\n"))
+        out.append(f'=== "{label}"\n\n{indented}\n')
+    return "\n".join(out)
+
+
+def _stale_note(snippet: str) -> list[str]:
+    return [
+        f'!!! warning "{STALE_TEXT.capitalize()}"',
+        f"    `{snippet}` has changed since this was recorded; the GPU runner "
+        "will record it again before the next publish.",
+        "",
+    ]
+
+
+def render_plot(name: str, gpus: list, root: Path, plots_dir: Path) -> str:
+    measured = [g for g in gpus if name in g.benchmarks]
+    if not measured:
+        return (
+            '!!! info "Not yet measured on a GPU"\n'
+            f"    The plot for `{name}` appears here once the GPU runner has "
+            "measured it.\n"
+        )
+    blocks = []
+    for g in measured:
+        bench = g.benchmarks[name]
+        svg_file = Path(plots_dir) / f"{name}-{g.gpu['slug']}.svg"
+        if svg_file.is_file():
+            svg = svg_file.read_text(encoding="utf-8")
+        else:
+            svg = P.render_svg(bench, g.gpu)
+        svg = " ".join(svg.split("\n")).strip()  # one line: Markdown leaves it alone
+        body = _stale_note(bench["snippet"]) if T.is_stale(bench, root) else []
+        body.append(f'<div class="course-plot" markdown="0">{svg}</div>')
+        body += ["", f"*{g.gpu['name']}, measured {_date(bench)}; dashed: the roofline.*"]
+        blocks.append((g.label, "\n".join(body)))
+    return _tabs(blocks)
+
+
+def render_capture(name: str, gpus: list, root: Path) -> str:
+    captured = [g for g in gpus if name in (g.captures or {})]
+    if not captured:
+        return (
+            '!!! info "Not yet captured on a GPU"\n'
+            f"    The output of `{name}` appears here once the GPU runner has "
+            "recorded it on a real GPU.\n"
+        )
+    blocks = []
+    for g in captured:
+        cap = g.captures[name]
+        prov = cap["provenance"]
+        text = cap["text"].rstrip("\n")
+        longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+        fence = "`" * max(3, longest + 1)
+        body = _stale_note(cap["snippet"]) if T.is_stale(cap, root) else []
+        body += [f"{fence}text", text, fence, ""]
+        body.append(
+            f"*Recorded on {g.gpu['name']} on {prov['date'][:10]} ({cap['kind']}): "
+            f"torch {prov['torch']}, triton {prov['triton']}, CUDA {prov['cuda']}, "
+            f"commit `{str(prov['commit'])[:10]}`.*"
+        )
+        blocks.append((g.label, "\n".join(body)))
+    return _tabs(blocks)
+
+
 # -------------------------------------------------------- inline numbers ---
 def _parse_args(text: str) -> dict:
     args = {}
-    for part in text.split():
+    # shlex, so that peer names with spaces can be quoted: value="ratio:PyTorch eager"
+    for part in shlex.split(text):
         key, sep, value = part.partition("=")
         if not sep:
             raise ValueError(f"expected key=value, got {part!r}")
@@ -282,6 +366,11 @@ def on_page_markdown(markdown, page, config, files):
         try:
             if m := _TABLE_RE.match(line.strip()):
                 out.append(render_timings(m.group(1), gpus, root))
+            elif m := _PLOT_RE.match(line.strip()):
+                plots_dir = Path(config["docs_dir"]) / "assets" / "plots"
+                out.append(render_plot(m.group(1), gpus, root, plots_dir))
+            elif m := _CAPTURE_RE.match(line.strip()):
+                out.append(render_capture(m.group(1), gpus, root))
             elif m := _NOTEBOOK_RE.match(line.strip()):
                 out.append(render_notebook(m.group(1), page, config, files))
             else:
