@@ -12,7 +12,8 @@ time. Directives, each written in a page's Markdown outside code blocks:
 ``[[measured bench=NAME gpu=h100 value=pct_roofline peer=Triton dtype=float32 n_elements=largest]]``
     One number from one row, inline. ``value`` is one of ``rate``,
     ``median_ms``, ``pct_roofline``, ``roofline``, ``ratio:<peer>``
-    (Triton's rate over that peer's), or ``gpu.<field>`` (e.g. gpu.sm_count).
+    (Triton's rate over that peer's), or ``gpu.<field>`` (e.g. gpu.sm_count;
+    gpu.l2_mib and gpu.memory_gib are derived from l2_bytes and memory_bytes).
     Size parameters select the row; ``largest`` picks the biggest value.
     Quote values with spaces: ``value="ratio:PyTorch eager"``.
 
@@ -280,6 +281,17 @@ def _select_row(bench: dict, args: dict) -> dict:
     return rows[0]
 
 
+# gpu.<name> values computed from a recorded field: name -> (field, divisor, unit)
+_DERIVED_GPU_FIELDS = {
+    "l2_mib": ("l2_bytes", 2**20, "MiB"),
+    "memory_gib": ("memory_bytes", 2**30, "GiB"),
+}
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
 def render_measured(text: str, gpus: list, root: Path) -> str:
     args = _parse_args(text)
     gpu_key = args.pop("gpu", None)
@@ -294,6 +306,11 @@ def render_measured(text: str, gpus: list, root: Path) -> str:
     g = matches[0]
     if value.startswith("gpu."):
         field = value[4:]
+        if field in _DERIVED_GPU_FIELDS:  # e.g. gpu.l2_mib from gpu.l2_bytes
+            source, divisor, unit = _DERIVED_GPU_FIELDS[field]
+            if not _is_count(g.gpu.get(source)):
+                raise ValueError(f"no GPU field {source!r} to derive {field!r} from")
+            return f"{g.gpu[source] / divisor:.0f} {unit}"
         if field not in g.gpu:
             raise ValueError(f"no GPU field {field!r}")
         return str(g.gpu[field])

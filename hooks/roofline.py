@@ -1,0 +1,349 @@
+"""MkDocs hook: a roofline plot of the course's kernels, drawn from measured data.
+
+Directive, alone on a line outside code blocks::
+
+    [[roofline gpu=h100]]
+    [[roofline gpu=h100 bench=gpu_fma_intensity,vector_add rows=all]]
+
+It becomes an inline SVG (log-log: arithmetic intensity in FLOP/byte against
+TFLOP/s) with the GPU's two ceilings, both measured by the GPU runner in the
+same run as the kernels: the copy bandwidth (the ``roofline`` of bandwidth
+benchmarks, GB/s) and the large-matmul rate (the ``roofline`` of compute
+benchmarks, TFLOP/s). Below it, a table of the points and a list of the
+benchmarks that could not be placed, with the reason.
+
+Each benchmark is placed by its Triton result on the row that moves the most
+work (``rows=all`` places every row). A point needs a FLOP count and a byte
+count. The runner records the benchmark's ``work`` (bytes for ``bandwidth``,
+FLOPs for ``compute``); the other count comes from the benchmark's ``report()``
+(stored by the runner under ``notes.report``), which may return::
+
+    {"roofline": [{"size": {...}, "dtype": "float32", "flops": F, "bytes": B}, ...]}
+
+one entry per row (rows may also carry ``flops``/``bytes`` fields themselves).
+Kernels without them are listed as not placed, with the reason; with no data
+for the GPU the hook says "not yet measured". Nothing here is typed: every
+number is read from ``data/timings/*.json``.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+import sys
+from pathlib import Path
+
+from mkdocs.exceptions import PluginError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:  # the hooks must work without an install
+    sys.path.insert(0, str(REPO_ROOT))
+
+from triton_course import timings as T  # noqa: E402
+
+_DIRECTIVE_RE = re.compile(r"^\[\[roofline((?:\s+[^\]]*)?)\]\]\s*$")
+_FENCE_RE = re.compile(r"^\s*(```|~~~)")
+
+# Plot geometry, in SVG user units.
+WIDTH, HEIGHT = 640, 400
+LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 48
+
+_state: dict = {}
+
+
+# ---------------------------------------------------------------- loading ---
+def on_config(config):
+    configured = config.get("extra", {}).get("timings_dir", "data/timings")
+    directory = (Path(config["config_file_path"]).parent / configured).resolve()
+    try:
+        _state["gpus"] = T.load_dir(directory)
+    except T.TimingDataError as exc:
+        raise PluginError(f"timing data: {exc}") from None
+    return config
+
+
+# ------------------------------------------------------------------ model ---
+def _parse_args(text: str) -> dict:
+    args = {}
+    for part in text.split():
+        key, sep, value = part.partition("=")
+        if not sep or key not in ("gpu", "bench", "rows"):
+            raise ValueError(f"roofline takes gpu=, bench= and rows=; got {part!r}")
+        args[key] = value
+    if "gpu" not in args:
+        raise ValueError("roofline needs gpu=...")
+    if args.get("rows", "largest") not in ("largest", "all"):
+        raise ValueError("rows= must be 'largest' or 'all'")
+    return args
+
+
+def ceilings(bench_map: dict) -> tuple[float | None, float | None]:
+    """(copy bandwidth in GB/s, matmul rate in TFLOP/s) measured in this run.
+
+    Every benchmark of one metric carries the same measured roofline; if a
+    file mixes runs, the highest value is the ceiling.
+    """
+    bw = [
+        b["roofline"]["value"] for b in bench_map.values() if b["metric"] == "bandwidth"
+    ]
+    fl = [
+        b["roofline"]["value"] for b in bench_map.values() if b["metric"] == "compute"
+    ]
+    return (max(bw) if bw else None, max(fl) if fl else None)
+
+
+def counts(bench: dict, row: dict) -> tuple:
+    """(FLOPs, bytes) of one row: its ``work``, its own fields, then the report."""
+    flops, nbytes = row.get("flops"), row.get("bytes")
+    if bench["metric"] == "bandwidth":
+        nbytes = row["work"]
+    else:
+        flops = row["work"]
+    report = (bench.get("notes") or {}).get("report") or {}
+    for entry in report.get("roofline") or []:
+        if entry.get("size") == row["size"] and entry.get("dtype") == row["dtype"]:
+            flops = entry.get("flops") if flops is None else flops
+            nbytes = entry.get("bytes") if nbytes is None else nbytes
+            break
+    return flops, nbytes
+
+
+def place(bench: dict, row: dict) -> tuple[dict | None, str | None]:
+    """A point {intensity, tflops} for the row's Triton result, or a reason why not."""
+    result = row["results"].get("Triton")
+    if result is None:
+        return None, "no Triton result"
+    flops, nbytes = counts(bench, row)
+    if flops is None:
+        return None, "no FLOP count recorded"
+    if nbytes is None:
+        return None, "no byte count recorded"
+    if flops <= 0:
+        return None, "does no arithmetic (intensity 0)"
+    if nbytes <= 0 or result["median_ms"] <= 0:
+        return None, "no bytes moved or no time recorded"
+    tflops = flops / (result["median_ms"] * 1e-3) / 1e12
+    return {"intensity": flops / nbytes, "tflops": tflops}, None
+
+
+def collect(bench_map: dict, names: list[str] | None, all_rows: bool):
+    """Points to draw and (name, reason) pairs for benchmarks left out."""
+    points, left_out = [], []
+    for name in names if names is not None else sorted(bench_map):
+        if name not in bench_map:
+            left_out.append((name, "not measured on this GPU"))
+            continue
+        bench = bench_map[name]
+        rows = bench["rows"]
+        if not all_rows:
+            rows = [max(rows, key=lambda r: r["work"])]
+        reasons = []
+        for row in rows:
+            point, reason = place(bench, row)
+            if point is None:
+                reasons.append(reason)
+                continue
+            size = ", ".join(f"{k}={row['size'][k]}" for k in bench["params"])
+            points.append(
+                {
+                    **point,
+                    "bench": name,
+                    "title": bench["title"],
+                    "size": size,
+                    "dtype": row["dtype"],
+                }
+            )
+        if reasons and len(reasons) == len(rows):
+            left_out.append((name, reasons[0]))
+    return points, left_out
+
+
+# -------------------------------------------------------------- drawing ---
+def _decades(lo: float, hi: float) -> tuple[int, int]:
+    a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    return a, max(b, a + 1)
+
+
+def _tick_label(exp: int) -> str:
+    value = 10.0**exp
+    return f"{value:g}" if -3 <= exp <= 4 else f"1e{exp}"
+
+
+def attainable(intensity: float, bandwidth_gbs, peak_tflops) -> float | None:
+    """The roofline at this intensity, in TFLOP/s: min(peak, bandwidth x I)."""
+    limits = []
+    if bandwidth_gbs:
+        limits.append(bandwidth_gbs * intensity / 1e3)  # GB/s * FLOP/B -> TFLOP/s
+    if peak_tflops:
+        limits.append(peak_tflops)
+    return min(limits) if limits else None
+
+
+def render_svg(points: list, bandwidth_gbs, peak_tflops, label: str) -> str:
+    ridge = (
+        peak_tflops / (bandwidth_gbs / 1e3) if bandwidth_gbs and peak_tflops else None
+    )
+    xs = [p["intensity"] for p in points] + ([ridge] if ridge else [])
+    if not xs:
+        xs = [1.0]
+    x0, x1 = _decades(min(xs) / 2, max(xs) * 4)
+    ys = [p["tflops"] for p in points]
+    if peak_tflops:
+        ys.append(peak_tflops)
+    if bandwidth_gbs:
+        ys.append(bandwidth_gbs * 10.0**x0 / 1e3)
+    y0, y1 = _decades(min(ys) / 2, max(ys) * 2)
+    pw, ph = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def sx(x):
+        return LEFT + (math.log10(x) - x0) / (x1 - x0) * pw
+
+    def sy(y):
+        y = min(max(y, 10.0**y0), 10.0**y1)
+        return TOP + ph - (math.log10(y) - y0) / (y1 - y0) * ph
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'role="img" aria-label="{html.escape(label)}" font-size="12" '
+        'font-family="sans-serif">',
+        f'<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" '
+        'stroke="currentColor" stroke-opacity="0.5"/>',
+    ]
+    for e in range(x0, x1 + 1):
+        x = sx(10.0**e)
+        out.append(
+            f'<line x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{TOP + ph}" '
+            'stroke="currentColor" stroke-opacity="0.15"/>'
+            f'<text x="{x:.1f}" y="{TOP + ph + 16}" text-anchor="middle" '
+            f'fill="currentColor">{_tick_label(e)}</text>'
+        )
+    for e in range(y0, y1 + 1):
+        y = sy(10.0**e)
+        out.append(
+            f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + pw}" y2="{y:.1f}" '
+            'stroke="currentColor" stroke-opacity="0.15"/>'
+            f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" '
+            f'fill="currentColor">{_tick_label(e)}</text>'
+        )
+    out.append(
+        f'<text x="{LEFT + pw / 2}" y="{HEIGHT - 8}" text-anchor="middle" '
+        'fill="currentColor">arithmetic intensity (FLOP/byte)</text>'
+        f'<text transform="translate(16 {TOP + ph / 2}) rotate(-90)" '
+        'text-anchor="middle" fill="currentColor">TFLOP/s</text>'
+    )
+    # The roof: min(peak, bandwidth x intensity), sampled along the x axis.
+    samples = [10.0 ** (x0 + i * (x1 - x0) / 200) for i in range(201)]
+    if ridge and 10.0**x0 < ridge < 10.0**x1:
+        samples = sorted(samples + [ridge])
+    roof = [(s, attainable(s, bandwidth_gbs, peak_tflops)) for s in samples]
+    if roof[0][1] is not None:
+        path = " ".join(f"{sx(s):.1f},{sy(v):.1f}" for s, v in roof)
+        out.append(
+            f'<polyline class="roof" points="{path}" fill="none" '
+            'stroke="currentColor" stroke-width="2"/>'
+        )
+    if ridge:
+        out.append(
+            f'<line class="ridge" x1="{sx(ridge):.1f}" y1="{sy(peak_tflops):.1f}" '
+            f'x2="{sx(ridge):.1f}" y2="{TOP + ph}" stroke="currentColor" '
+            'stroke-dasharray="4 4" stroke-opacity="0.5"/>'
+        )
+    for i, p in enumerate(points, start=1):
+        cx, cy = sx(p["intensity"]), sy(p["tflops"])
+        tip = html.escape(f"{i}. {p['bench']} ({p['size']}, {p['dtype']})")
+        out.append(
+            f'<g class="point"><title>{tip}</title>'
+            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="4.5" '
+            'fill="var(--md-accent-fg-color, orange)"/>'
+            f'<text x="{cx + 7:.1f}" y="{cy - 5:.1f}" fill="currentColor">{i}</text>'
+            "</g>"
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _fmt(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f}".replace(",", " ")
+    return f"{value:.3g}"
+
+
+def render_roofline(text: str, gpus: list) -> str:
+    args = _parse_args(text)
+    key = args["gpu"]
+    matches = [g for g in gpus if key.lower() in g.gpu["slug"].lower()]
+    if len(matches) > 1:
+        raise ValueError(f"gpu={key!r} matches several data files")
+    if not matches:
+        return (
+            f'!!! info "Roofline: not yet measured on {key.upper()}"\n'
+            "    The roofline plot of the course's kernels appears here once the "
+            "GPU runner has measured them on this GPU. Until then the page shows "
+            "no numbers: the course never prints an estimate.\n"
+        )
+    g = matches[0]
+    names = args["bench"].split(",") if "bench" in args else None
+    points, left_out = collect(g.benchmarks, names, args.get("rows") == "all")
+    bandwidth, peak = ceilings(g.benchmarks)
+    if not points and bandwidth is None and peak is None:
+        return f'!!! info "Roofline: not yet measured on {g.label}"\n'
+    label = f"Roofline of {g.label}"
+    svg = render_svg(points, bandwidth, peak, label)
+    roofs = []
+    if bandwidth:
+        roofs.append(f"copy bandwidth {_fmt(bandwidth)} GB/s (sloped line)")
+    if peak:
+        roofs.append(f"large-matmul rate {_fmt(peak)} TFLOP/s (flat line)")
+    if bandwidth and peak:
+        roofs.append(f"ridge point {_fmt(peak / (bandwidth / 1e3))} FLOP/byte (dashed)")
+    caption = (
+        f"{label}, SMs: {g.gpu['sm_count']}. Ceilings measured by the GPU runner: "
+        + "; ".join(roofs)
+        + ". Each numbered point is a Triton kernel of the course, placed from "
+        "its measured time."
+    )
+    lines = [
+        "",
+        f'<div class="course-plot roofline">{svg}'
+        f"<p><em>{html.escape(caption)}</em></p></div>",
+        "",
+    ]
+    if points:
+        lines += [
+            "| # | Kernel | Size | dtype | FLOP/byte | TFLOP/s | % of roof here |",
+            "|---:|---|---|---|---:|---:|---:|",
+        ]
+        for i, p in enumerate(points, start=1):
+            roof = attainable(p["intensity"], bandwidth, peak)
+            pct = f"{100 * p['tflops'] / roof:.0f} %" if roof else "—"
+            title = p["title"].replace("|", "/")
+            lines.append(
+                f"| {i} | `{p['bench']}`: {title} | {p['size']} | {p['dtype']} "
+                f"| {_fmt(p['intensity'])} | {_fmt(p['tflops'])} | {pct} |"
+            )
+        lines.append("")
+    if left_out:
+        lines.append("Not placed on the plot:")
+        lines.append("")
+        lines += [f"- `{name}`: {reason}" for name, reason in left_out]
+        lines.append("")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------- hook ---
+def on_page_markdown(markdown, page, config, files):
+    gpus = _state.get("gpus", [])
+    out, in_fence = [], False
+    for number, line in enumerate(markdown.split("\n"), start=1):
+        if _FENCE_RE.match(line):
+            in_fence = not in_fence
+        m = None if in_fence else _DIRECTIVE_RE.match(line.strip())
+        if m is None:
+            out.append(line)
+            continue
+        try:
+            out.append(render_roofline(m.group(1), gpus))
+        except ValueError as exc:
+            raise PluginError(f"{page.file.src_uri}:{number}: {exc}") from None
+    return "\n".join(out)

@@ -1,0 +1,186 @@
+"""hooks/roofline.py: the roofline directive, on fixture data (never data/).
+
+The fixture (tests/fixtures/roofline/timings/fixture-h100.json) holds invented
+values, chosen so that every expected number below can be worked out by hand:
+copy bandwidth 2000 GB/s, matmul rate 500 TFLOP/s, hence a ridge point at
+500 / 2 = 250 FLOP/byte.
+"""
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO_ROOT
+
+from triton_course import timings as T
+
+FIXTURES = Path(__file__).parent / "fixtures" / "roofline" / "timings"
+
+
+def _load_hook():
+    spec = importlib.util.spec_from_file_location(
+        "roofline_hook", REPO_ROOT / "hooks" / "roofline.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+hook = _load_hook()
+
+
+@pytest.fixture(scope="module")
+def gpus():
+    return T.load_dir(FIXTURES)
+
+
+@pytest.fixture(scope="module")
+def benches(gpus):
+    return gpus[0].benchmarks
+
+
+def test_ceilings_come_from_each_metric(benches):
+    assert hook.ceilings(benches) == (2000.0, 500.0)
+
+
+def test_bandwidth_benchmark_is_placed_from_its_flop_count(benches):
+    bench = benches["add_like"]
+    point, reason = hook.place(bench, bench["rows"][1])
+    assert reason is None
+    # 2.5e8 FLOPs over 1e9 bytes in 1 ms
+    assert point["intensity"] == pytest.approx(0.25)
+    assert point["tflops"] == pytest.approx(0.25)
+
+
+def test_compute_benchmark_is_placed_from_its_reported_byte_count(benches):
+    # gemm_like's bytes come from its report(), stored in notes.report.roofline,
+    # matched to the row by size and dtype
+    bench = benches["gemm_like"]
+    point, reason = hook.place(bench, bench["rows"][0])
+    assert reason is None
+    assert point["intensity"] == pytest.approx(1000.0)  # 1e12 FLOPs / 1e9 bytes
+    assert point["tflops"] == pytest.approx(250.0)  # 1e12 FLOPs in 4 ms
+
+
+@pytest.mark.parametrize(
+    "name, reason",
+    [("copy_like", "no FLOP count"), ("zero_like", "does no arithmetic")],
+)
+def test_kernels_without_the_data_are_not_placed(benches, name, reason):
+    bench = benches[name]
+    point, why = hook.place(bench, bench["rows"][0])
+    assert point is None and reason in why
+
+
+def test_attainable_is_the_lower_of_the_two_roofs():
+    assert hook.attainable(0.25, 2000.0, 500.0) == pytest.approx(0.5)
+    assert hook.attainable(250.0, 2000.0, 500.0) == pytest.approx(500.0)
+    assert hook.attainable(1e4, 2000.0, 500.0) == pytest.approx(500.0)
+    assert hook.attainable(1.0, None, 500.0) == 500.0
+    assert hook.attainable(1.0, None, None) is None
+
+
+def test_collect_takes_the_largest_row_unless_told_otherwise(benches):
+    points, left_out = hook.collect(benches, None, all_rows=False)
+    assert [p["bench"] for p in points] == ["add_like", "gemm_like"]
+    assert dict(left_out) == {
+        "copy_like": "no FLOP count recorded",
+        "zero_like": "does no arithmetic (intensity 0)",
+    }
+    points, _ = hook.collect(benches, ["add_like"], all_rows=True)
+    assert [p["size"] for p in points] == ["n=10", "n=1000"]
+
+
+def test_render_draws_roof_ridge_and_every_point(gpus):
+    text = hook.render_roofline(" gpu=h100", gpus)
+    svg = re.search(r"<svg.*?</svg>", text).group(0)
+    assert svg.count("<circle") == 2
+    assert 'class="roof"' in svg and 'class="ridge"' in svg
+    assert "ridge point 250 FLOP/byte" in text
+    assert "copy bandwidth 2 000 GB/s" in text
+    # the table: one row per point, with the percentage of the roof it reaches
+    assert re.search(r"\| 1 \| `add_like`: Add / like \| n=1000 .* \| 50 % \|", text)
+    assert re.search(r"\| 2 \| `gemm_like`: .* \| 1 000 \| 250 \| 50 % \|", text)
+    assert "- `copy_like`: no FLOP count recorded" in text
+    # the SVG must stay one HTML block: a blank line would end it early
+    assert "\n\n" not in svg
+
+
+def test_points_sit_on_the_plot(gpus):
+    text = hook.render_roofline(" gpu=h100", gpus)
+    for cx, cy in re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)"', text):
+        assert hook.LEFT <= float(cx) <= hook.WIDTH - hook.RIGHT
+        assert hook.TOP <= float(cy) <= hook.HEIGHT - hook.BOTTOM
+
+
+def test_no_data_for_the_gpu_says_not_yet_measured(gpus):
+    text = hook.render_roofline(" gpu=h200", gpus)
+    assert "not yet measured" in text.lower()
+    assert "<svg" not in text
+    assert "not yet measured" in hook.render_roofline(" gpu=h100", []).lower()
+
+
+def test_unknown_benchmark_is_listed_not_fatal(gpus):
+    text = hook.render_roofline(" gpu=h100 bench=gemm_like,nope", gpus)
+    assert text.count("<circle") == 1
+    assert "- `nope`: not measured on this GPU" in text
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ("", "needs gpu"),
+        (" gpu=h100 colour=red", "takes gpu="),
+        (" gpu=h100 rows=some", "rows="),
+    ],
+)
+def test_bad_directive_is_an_error(gpus, args, message):
+    with pytest.raises(ValueError, match=message):
+        hook.render_roofline(args, gpus)
+
+
+class _Page:
+    class file:  # noqa: N801 - mimics mkdocs' page.file
+        src_uri = "lesson.md"
+
+
+def test_directive_is_replaced_outside_code_fences_only(gpus):
+    hook._state["gpus"] = gpus
+    page = "# T\n\n[[roofline gpu=h100]]\n\n```text\n[[roofline gpu=h100]]\n```\n"
+    out = hook.on_page_markdown(page, _Page, {}, None)
+    assert out.count("<svg") == 1
+    assert "```text\n[[roofline gpu=h100]]\n```" in out
+
+
+def test_bad_directive_names_the_page(gpus):
+    from mkdocs.exceptions import PluginError
+
+    hook._state["gpus"] = gpus
+    with pytest.raises(PluginError, match="lesson.md:1"):
+        hook.on_page_markdown("[[roofline h100]]", _Page, {}, None)
+
+
+def test_hook_imports_without_torch():
+    # The docs build must not need torch or triton.
+    code = (
+        "import sys; sys.modules['torch'] = None; sys.modules['triton'] = None; "
+        "import runpy; runpy.run_path('hooks/roofline.py')"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, check=True)
+
+
+# --------------------------------------------- hooks/measured.py: gpu.l2_mib ---
+def test_measured_hook_derives_l2_mib_from_l2_bytes(gpus):
+    # The lesson quotes the L2 size in MiB; the runner records it in bytes.
+    spec = importlib.util.spec_from_file_location(
+        "measured_hook_for_roofline_tests", REPO_ROOT / "hooks" / "measured.py"
+    )
+    measured = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(measured)
+    render = measured.render_measured
+    assert render("gpu=h100 value=gpu.l2_mib", gpus, REPO_ROOT) == "50 MiB"
+    with pytest.raises(ValueError, match="memory_bytes"):
+        render("gpu=h100 value=gpu.memory_gib", gpus, REPO_ROOT)
