@@ -194,9 +194,10 @@ def test_autotuner_records_a_config_per_row_length(seeded):
         assert_close(y, torch.softmax(x.double(), dim=-1))
         sm.softmax_bwd(y, torch.randn_like(y))
     fwd = sm.BENCHMARKS[0]["report"]()["autotuned"]
-    assert any("100" in key for key in fwd) and any("3000" in key for key in fwd)
-    for config in fwd.values():
-        assert set(config) == {"ROWS", "num_warps"}
+    assert {100, 3000} <= {row["n_cols"] for row in fwd}
+    for row in fwd:
+        assert set(row) == {"n_cols", "dtype", "ROWS", "num_warps"}
+        assert row["dtype"] == "float16"
 
 
 @pytest.mark.gpu
@@ -234,6 +235,22 @@ def test_benchmark_peers_agree_on_a_small_size(bench):
     assert bench["work"](size, torch.float32) == elements * (
         2 if bench["name"].endswith("fwd") else 3
     )
+
+
+def test_report_lists_tuned_configs():
+    class FakeTuner:  # the autotuner's cache: key -> chosen triton.Config
+        cache = {(1024, "torch.float16", "torch.float16"): sm._CONFIGS[4]}
+
+    assert sm._tuned_configs(FakeTuner) == [
+        {"n_cols": 1024, "dtype": "float16", "ROWS": 4, "num_warps": 4}
+    ]
+
+
+def test_captures_follow_the_runner_format():
+    for name, spec in sm.CAPTURES.items():
+        assert name.startswith("softmax_autograd_")
+        assert callable(spec) or set(spec) == {"ncu"}
+    assert sm.CAPTURES["softmax_autograd_ncu"]["ncu"]["args"] == ["--ncu-target"]
 
 
 def test_extract_triton_kernels_from_a_log():
