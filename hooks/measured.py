@@ -9,12 +9,13 @@ time. Directives, each written in a page's Markdown outside code blocks:
     units, ratios to each peer, percentage of the roofline and provenance.
     With no GPU data yet, a note says so plainly; no number is ever made up.
 
-``[[measured bench=NAME gpu=h100 value=pct_roofline peer=Triton dtype=float32 n_elements=largest]]``
+``[[measured bench=NAME gpu=h100 value=pct_roofline dtype=float32 n_elements=largest]]``
     One number from one row, inline. ``value`` is one of ``rate``,
     ``median_ms``, ``pct_roofline``, ``roofline``, ``ratio:<peer>``
     (Triton's rate over that peer's), or ``gpu.<field>`` (e.g. gpu.sm_count;
     gpu.l2_mib and gpu.memory_gib are derived from l2_bytes and memory_bytes).
     Size parameters select the row; ``largest`` picks the biggest value.
+    ``peer=`` (default Triton) picks whose number it is.
     Quote values with spaces: ``value="ratio:PyTorch eager"``.
 
 ``[[plot NAME]]``  (alone on a line)
@@ -179,7 +180,9 @@ def render_timings(name: str, gpus: list, root: Path) -> str:
     for g in measured:
         bench = g.benchmarks[name]
         body = render_table(bench, g.gpu, T.is_stale(bench, root))
-        indented = "\n".join(("    " + line) if line else "" for line in body.split("\n"))
+        indented = "\n".join(
+            ("    " + line) if line else "" for line in body.split("\n")
+        )
         blocks.append(f'=== "{g.label}"\n\n{indented}\n')
     return "\n".join(blocks)
 
@@ -187,7 +190,9 @@ def render_timings(name: str, gpus: list, root: Path) -> str:
 def _tabs(blocks: list[tuple[str, str]]) -> str:
     out = []
     for label, body in blocks:
-        indented = "\n".join(("    " + line) if line else "" for line in body.split("\n"))
+        indented = "\n".join(
+            ("    " + line) if line else "" for line in body.split("\n")
+        )
         out.append(f'=== "{label}"\n\n{indented}\n')
     return "\n".join(out)
 
@@ -220,7 +225,10 @@ def render_plot(name: str, gpus: list, root: Path, plots_dir: Path) -> str:
         svg = " ".join(svg.split("\n")).strip()  # one line: Markdown leaves it alone
         body = _stale_note(bench["snippet"]) if T.is_stale(bench, root) else []
         body.append(f'<div class="course-plot" markdown="0">{svg}</div>')
-        body += ["", f"*{g.gpu['name']}, measured {_date(bench)}; dashed: the roofline.*"]
+        body += [
+            "",
+            f"*{g.gpu['name']}, measured {_date(bench)}; dashed: the roofline.*",
+        ]
         blocks.append((g.label, "\n".join(body)))
     return _tabs(blocks)
 
@@ -329,7 +337,9 @@ def render_measured(text: str, gpus: list, root: Path) -> str:
     elif value == "pct_roofline":
         number = f"{_pct_roofline(row, bench, peer):.0f} %"
     elif value == "roofline":
-        number = f"{_fmt_number(bench['roofline']['value'])} {bench['roofline']['unit']}"
+        number = (
+            f"{_fmt_number(bench['roofline']['value'])} {bench['roofline']['unit']}"
+        )
     elif value.startswith("ratio:"):
         ratio = _ratio(row, value[6:], base=peer)
         if ratio is None:
@@ -348,7 +358,9 @@ def render_notebook(nb_path: str, page, config, files) -> str:
     match = re.match(r"https://github\.com/([^/]+/[^/]+)$", repo_url)
     if not match:
         raise ValueError("repo_url in mkdocs.yml must be https://github.com/OWNER/REPO")
-    src_uri = posixpath.normpath(posixpath.join(posixpath.dirname(page.file.src_uri), nb_path))
+    src_uri = posixpath.normpath(
+        posixpath.join(posixpath.dirname(page.file.src_uri), nb_path)
+    )
     nb_file = files.get_file_from_path(src_uri)
     if nb_file is None:
         raise ValueError(f"notebook docs/{src_uri} not found")

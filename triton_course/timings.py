@@ -31,8 +31,18 @@ File ``data/timings/<gpu-slug>.json``::
           ],
           "notes": {...}                   # optional, e.g. autotuned configs
         }
+      },
+      "captures": {                        # optional: text only a GPU can make
+        "<name>": {"snippet": "snippets/vector_add.py", "snippet_sha256": "...",
+                   "kind": "text",         # or "ncu", "python"
+                   "text": "...",          # shown verbatim as a code block
+                   "provenance": {...}}    # the same keys as above
       }
     }
+
+``provenance`` may also hold ``"device": "cuda"``; when present it must say
+exactly that (the GPU runner always writes it), so data from a CPU or
+interpreter run can never pass validation.
 
 ``work`` is bytes moved (bandwidth) or floating-point operations (compute);
 ``rate`` = work / median time, in the unit. Every number in it was measured
@@ -76,6 +86,7 @@ PROVENANCE_KEYS = (
     "date",
 )
 _RESULT_KEYS = ("median_ms", "p20_ms", "p80_ms", "rate")
+_CAPTURE_KEYS = ("snippet", "snippet_sha256", "kind", "text", "provenance")
 
 
 class TimingDataError(ValueError):
@@ -89,6 +100,7 @@ class GpuTimings:
     path: Path
     gpu: dict
     benchmarks: dict
+    captures: dict = None  # optional: name -> capture record
 
     @property
     def label(self) -> str:
@@ -130,9 +142,7 @@ def validate(doc: object, path: Path) -> GpuTimings:
             _fail(path, f"{where} lacks {missing}")
         if bench["metric"] not in UNITS or bench["unit"] != UNITS[bench["metric"]]:
             _fail(path, f"{where}: metric/unit must be one of {UNITS}")
-        prov_missing = [k for k in PROVENANCE_KEYS if k not in bench["provenance"]]
-        if prov_missing:
-            _fail(path, f"{where}: provenance lacks {prov_missing}")
+        _validate_provenance(path, where, bench["provenance"])
         roof = bench["roofline"]
         if not isinstance(roof, dict) or not _is_number(roof.get("value")):
             _fail(path, f"{where}: roofline needs a numeric 'value'")
@@ -140,7 +150,36 @@ def validate(doc: object, path: Path) -> GpuTimings:
             _fail(path, f"{where}: 'rows' must be a non-empty list")
         for i, row in enumerate(bench["rows"]):
             _validate_row(path, f"{where} row {i}", row, bench)
-    return GpuTimings(path=Path(path), gpu=gpu, benchmarks=benchmarks)
+    captures = doc.get("captures", {})
+    if not isinstance(captures, dict):
+        _fail(path, "'captures' must be an object")
+    for name, capture in captures.items():
+        where = f"capture {name!r}"
+        if not isinstance(capture, dict):
+            _fail(path, f"{where} must be an object")
+        missing = [k for k in _CAPTURE_KEYS if k not in capture]
+        if missing:
+            _fail(path, f"{where} lacks {missing}")
+        if not isinstance(capture["text"], str):
+            _fail(path, f"{where}: 'text' must be a string")
+        _validate_provenance(path, where, capture["provenance"])
+    return GpuTimings(
+        path=Path(path), gpu=gpu, benchmarks=benchmarks, captures=captures
+    )
+
+
+def _validate_provenance(path, where, prov):
+    if not isinstance(prov, dict):
+        _fail(path, f"{where}: provenance must be an object")
+    prov_missing = [k for k in PROVENANCE_KEYS if k not in prov]
+    if prov_missing:
+        _fail(path, f"{where}: provenance lacks {prov_missing}")
+    if prov.get("device", "cuda") != "cuda":
+        _fail(
+            path,
+            f"{where}: provenance.device is {prov['device']!r}; only numbers "
+            "measured on a CUDA GPU may be published",
+        )
 
 
 def _is_number(value) -> bool:

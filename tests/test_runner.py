@@ -1,0 +1,496 @@
+"""The GPU runner on the CPU: discovery, validation, writing, merging, safety.
+
+The measuring path runs for real (kernels under the interpreter) but with a
+FAKE timer and a fake GPU description, writing only under tmp_path: no test
+depends on the interpreter's speed, and no fixture data goes near data/.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import shutil
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from conftest import REPO_ROOT
+
+from triton_course import timings as T
+from triton_course.runner import cli
+from triton_course.runner import discovery as D
+from triton_course.runner import plots as P
+from triton_course.runner.measure import Environment, RunnerError, rate
+
+FIXTURES = Path(__file__).parent / "fixtures" / "runner"
+
+
+# ---------------------------------------------------------------- helpers ---
+def fake_env(scale: float = 1.0, fail_triton_after: int | None = None) -> Environment:
+    """A stand-in GPU: numbers come from the work, never from a clock."""
+    calls = {"n": 0}
+
+    def timer(fn, work):
+        calls["n"] += 1
+        if fail_triton_after is not None and calls["n"] > fail_triton_after:
+            raise RuntimeError("simulated failure mid-run")
+        fn()
+        median = scale * (1e-3 + work * 1e-9)
+        return median, 0.9 * median, 1.1 * median
+
+    return Environment(
+        device="cpu",
+        gpu={"slug": "fake-test-gpu", "name": "Fake Test GPU", "sm_count": 1},
+        provenance={
+            "gpu": "Fake Test GPU",
+            "sm_count": 1,
+            "driver": "none",
+            "cuda": "none",
+            "torch": "test",
+            "triton": "test",
+            "python": "test",
+            "commit": "0" * 40,
+            "date": "2026-01-01T00:00:00Z",
+            # the validator demands "cuda"; the path guard keeps this run in tmp
+            "device": "cuda",
+        },
+        timer=timer,
+        rooflines=lambda metrics: {
+            "bandwidth": {"name": "copy bandwidth", "value": 100.0, "unit": "GB/s"},
+            "compute": {"name": "bf16 matmul rate", "value": 1.0, "unit": "TFLOP/s"},
+        },
+        compile=lambda fn: fn,  # torch.compile of a peer needs a GPU here
+        fake=True,
+    )
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A throw-away repository holding the fixture snippet."""
+    (tmp_path / "snippets").mkdir()
+    shutil.copy(FIXTURES / "snippets" / "tiny_scale.py", tmp_path / "snippets")
+    (tmp_path / "notebooks").mkdir()
+    return tmp_path
+
+
+def do_run(repo, env=None, **kw):
+    kw.setdefault("skip_notebooks", True)
+    return cli.run(
+        repo,
+        repo / "data",
+        repo / "plots",
+        repo / "notebooks",
+        env=env or fake_env(),
+        check=kw.pop("check", lambda snippets: None),
+        **kw,
+    )
+
+
+def snapshot(root: Path) -> dict:
+    return {
+        p.relative_to(root): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+# -------------------------------------------------------------- discovery ---
+def test_discovers_vector_add_in_the_real_snippets():
+    found = D.discover(REPO_ROOT / "snippets")
+    names = [d["name"] for s in found for d in s.benchmarks]
+    assert "vector_add" in names
+    benches, _ = D.static_names(REPO_ROOT / "snippets" / "vector_add.py")
+    assert benches == ["vector_add"]
+
+
+def test_every_real_description_is_valid_and_names_are_static():
+    for path in D.snippet_files(REPO_ROOT / "snippets"):
+        D.static_names(path)  # the staleness check reads names without torch
+    D.discover(REPO_ROOT / "snippets")  # raises DescriptionError if any is off
+
+
+def test_malformed_description_fails_with_a_clear_error(tmp_path):
+    shutil.copytree(FIXTURES / "bad_snippets", tmp_path / "snippets")
+    with pytest.raises(
+        D.DescriptionError, match=r"bad_bench.py: missing keys \['dtypes', 'work'\]"
+    ):
+        D.discover(tmp_path / "snippets")
+
+
+def _good():
+    return {
+        "name": "ok",
+        "title": "OK",
+        "params": ["n"],
+        "sizes": [{"n": 4}],
+        "dtypes": ["float32"],
+        "metric": "bandwidth",
+        "work": lambda s, d: 1,
+        "make_inputs": lambda s, d, dev: (),
+        "triton": lambda: None,
+        "peers": {"PyTorch eager": lambda: None},
+    }
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: d.update(name="Bad-Name"), "snake_case"),
+        (lambda d: d.update(sizes=[{"m": 4}]), "exactly the keys"),
+        (lambda d: d.update(sizes=[{"n": 4.5}]), "integers"),
+        (lambda d: d.update(dtypes=["float33"]), "is not one of"),
+        (lambda d: d.update(metric="speed"), "'metric' must be one of"),
+        (lambda d: d.update(work=3), "'work' must be callable"),
+        (lambda d: d.update(peers={}), "non-empty dict"),
+        (lambda d: d.update(peers={"Triton": lambda: None}), "reserved"),
+        (lambda d: d.update(compile="cuBLAS"), "not a peer"),
+        (lambda d: d.update(extra=1), "unknown keys"),
+        (
+            lambda d: d.update(
+                peers={"SDPA": lambda: None, "PyTorch eager": lambda: None}
+            ),
+            "must be the first peer",
+        ),
+    ],
+    ids=[
+        "name",
+        "size-keys",
+        "size-int",
+        "dtype",
+        "metric",
+        "work",
+        "no-peers",
+        "reserved-peer",
+        "compile",
+        "unknown-key",
+        "eager-first",
+    ],
+)
+def test_description_errors(change, message):
+    desc = _good()
+    change(desc)
+    with pytest.raises(D.DescriptionError, match=message):
+        D.check_description(desc, "snippets/x.py")
+    assert D.check_description(_good(), "snippets/x.py")["name"] == "ok"
+
+
+def test_duplicate_names_and_unknown_only_are_rejected(repo):
+    shutil.copy(repo / "snippets" / "tiny_scale.py", repo / "snippets" / "tiny_copy.py")
+    with pytest.raises(D.DescriptionError, match="used by both"):
+        D.discover(repo / "snippets")
+    (repo / "snippets" / "tiny_copy.py").unlink()
+    with pytest.raises(D.DescriptionError, match="no benchmark, capture or snippet"):
+        D.discover(repo / "snippets", only="nope")
+    assert [
+        d["name"]
+        for d in D.discover(repo / "snippets", only="tiny_scale_flops")[0].benchmarks
+    ] == ["tiny_scale_flops"]
+
+
+def test_gpu_test_selection_takes_each_snippets_module_and_skips_cpu_only_ones():
+    picked = cli.select_tests(
+        REPO_ROOT / "tests", D.snippet_files(REPO_ROOT / "snippets")
+    )
+    names = [p.name for p in picked]
+    assert "test_vector_add.py" in names
+    assert "test_runner.py" not in names and "test_workflows.py" not in names
+
+
+# ------------------------------------------------------- measuring + data ---
+def test_fake_run_writes_a_valid_file_with_provenance_and_plots(repo):
+    written = do_run(repo)
+    data = repo / "data" / "fake-test-gpu.json"
+    assert data in written
+    timings = T.load_file(data)
+    bench = timings.benchmarks["tiny_scale"]
+    assert bench["peers"] == ["Triton", "PyTorch eager", "Broken", "torch.compile"]
+    assert bench["snippet"] == "snippets/tiny_scale.py"
+    assert bench["snippet_sha256"] == T.sha256_of(repo / "snippets" / "tiny_scale.py")
+    assert bench["provenance"]["device"] == "cuda"
+    assert len(bench["rows"]) == 6  # 3 sizes x 2 dtypes
+    row = bench["rows"][0]
+    assert set(row["results"]) == {"Triton", "PyTorch eager", "torch.compile"}
+    tri = row["results"]["Triton"]
+    assert tri["p20_ms"] <= tri["median_ms"] <= tri["p80_ms"]
+    assert tri["rate"] == pytest.approx(
+        rate(row["work"], tri["median_ms"], "bandwidth")
+    )
+    assert row["work"] == 2 * 64 * 4
+    assert "always fails" in bench["notes"]["absent"]["Broken"]
+    assert bench["notes"]["report"] == {"BLOCK_SIZE": 64}
+    flops = timings.benchmarks["tiny_scale_flops"]
+    assert flops["unit"] == "TFLOP/s" and flops["roofline"]["value"] == 1.0
+    assert (
+        timings.captures["tiny_scale_meta"]["text"]
+        == "BLOCK_SIZE = 64\nnum_warps = 4\n"
+    )
+    plot = repo / "plots" / "tiny_scale-fake-test-gpu.svg"
+    assert plot in written  # three sizes: a curve
+    assert not (
+        repo / "plots" / "tiny_scale_flops-fake-test-gpu.svg"
+    ).exists()  # one size
+
+
+def test_rate_units():
+    assert rate(3e9, 1.0, "bandwidth") == pytest.approx(3000.0)  # 3 GB in 1 ms
+    assert rate(2e12, 2.0, "compute") == pytest.approx(1000.0)  # 2 TFLOP in 2 ms
+
+
+def test_only_replaces_one_record_and_keeps_the_others(repo):
+    do_run(repo)
+    before = json.loads((repo / "data" / "fake-test-gpu.json").read_text())
+    do_run(repo, env=fake_env(scale=2.0), only="tiny_scale_flops", skip_captures=True)
+    after = json.loads((repo / "data" / "fake-test-gpu.json").read_text())
+    assert after["benchmarks"]["tiny_scale"] == before["benchmarks"]["tiny_scale"]
+    assert after["captures"] == before["captures"]
+    old = before["benchmarks"]["tiny_scale_flops"]["rows"][0]["results"]["Triton"]
+    new = after["benchmarks"]["tiny_scale_flops"]["rows"][0]["results"]["Triton"]
+    assert new["median_ms"] == pytest.approx(2 * old["median_ms"])
+
+
+def test_a_full_run_drops_records_no_snippet_describes(repo):
+    do_run(repo)
+    doc = json.loads((repo / "data" / "fake-test-gpu.json").read_text())
+    doc["benchmarks"]["gone"] = copy.deepcopy(doc["benchmarks"]["tiny_scale_flops"])
+    T.write_atomic(repo / "data" / "fake-test-gpu.json", doc)
+    do_run(repo)
+    assert "gone" not in T.load_file(repo / "data" / "fake-test-gpu.json").benchmarks
+
+
+# ---------------------------------------------------------------- safety ---
+def test_triton_failure_mid_run_leaves_every_file_byte_identical(repo):
+    do_run(repo)
+    before = snapshot(repo)
+    with pytest.raises(RunnerError, match="Triton failed"):
+        do_run(repo, env=fake_env(scale=3.0, fail_triton_after=4))
+    assert snapshot(repo) == before  # no temp files left either
+
+
+def test_failed_correctness_check_writes_nothing(repo):
+    def failing_check(snippets):
+        raise RunnerError("correctness checks failed (pytest exit 1)")
+
+    with pytest.raises(RunnerError, match="correctness"):
+        do_run(repo, check=failing_check)
+    assert not (repo / "data").exists() and not (repo / "plots").exists()
+
+
+def test_failed_capture_writes_nothing(repo):
+    src = repo / "snippets" / "tiny_scale.py"
+    src.write_text(
+        src.read_text().replace(
+            'lambda: "BLOCK_SIZE = 64\\nnum_warps = 4"', "lambda: 1 / 0"
+        )
+    )
+    with pytest.raises(RunnerError, match="capture 'tiny_scale_meta'"):
+        do_run(repo)
+    assert not (repo / "data").exists()
+
+
+def test_stage_commit_is_all_or_nothing(tmp_path):
+    keep = tmp_path / "a.txt"
+    keep.write_text("old")
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where a directory should be")
+    stage = cli.Stage()
+    stage.add(keep, "new")
+    stage.add(blocker / "b.txt", "cannot be written")
+    with pytest.raises(OSError):
+        stage.commit()
+    assert keep.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "blocker"]
+
+
+def test_run_refuses_without_cuda(tmp_path, capsys):
+    # conftest set TRITON_INTERPRET=1 (no GPU here): the real run must refuse.
+    rc = cli.main(["run", "--data-dir", str(tmp_path / "d"), "--skip-notebooks"])
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert "nothing was written" in err
+    assert "TRITON_INTERPRET" in err or "no CUDA GPU" in err
+    assert not (tmp_path / "d").exists()
+
+
+def test_fake_env_may_not_write_into_the_repository(repo):
+    with pytest.raises(RunnerError, match="refusing to write"):
+        cli.run(
+            repo,
+            REPO_ROOT / "data" / "timings",
+            repo / "plots",
+            repo / "notebooks",
+            env=fake_env(),
+            check=lambda s: None,
+            skip_notebooks=True,
+        )
+
+
+def test_validator_rejects_data_not_measured_on_cuda(repo):
+    do_run(repo)
+    path = repo / "data" / "fake-test-gpu.json"
+    doc = json.loads(path.read_text())
+    doc["benchmarks"]["tiny_scale"]["provenance"]["device"] = "cpu"
+    with pytest.raises(T.TimingDataError, match="only numbers measured on a CUDA GPU"):
+        T.validate(doc, path)
+    doc = json.loads(path.read_text())
+    doc["captures"]["tiny_scale_meta"]["text"] = 3
+    with pytest.raises(T.TimingDataError, match="'text' must be a string"):
+        T.validate(doc, path)
+
+
+def test_no_fixture_or_fake_data_under_data():
+    for path in (REPO_ROOT / "data").rglob("*.json"):
+        doc = json.loads(path.read_text())
+        assert "fake" not in doc["gpu"]["slug"] and "test" not in doc["gpu"]["slug"]
+
+
+# -------------------------------------------------------------- notebooks ---
+def _notebook(code: str) -> str:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(code)]
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    return nbformat.writes(nb)
+
+
+def test_notebooks_are_executed_and_a_failing_one_writes_nothing(repo):
+    nb_dir = repo / "notebooks"
+    (nb_dir / "ok.ipynb").write_text(_notebook("print('hello from the kernel')"))
+    do_run(repo, skip_notebooks=False)
+    stored = json.loads((nb_dir / "ok.ipynb").read_text())
+    assert "hello from the kernel" in "".join(stored["cells"][0]["outputs"][0]["text"])
+    (nb_dir / "zz_bad.ipynb").write_text(_notebook("raise SystemError('broken cell')"))
+    before = snapshot(repo)
+    with pytest.raises(RunnerError, match="zz_bad.ipynb failed"):
+        do_run(repo, skip_notebooks=False)
+    assert snapshot(repo) == before
+
+
+# ------------------------------------------------------------- staleness ---
+def test_stale_and_missing_are_listed(repo):
+    do_run(repo)
+    lines, problems = cli.stale_report(repo / "data", repo / "snippets", repo)
+    assert problems == 0 and "up to date" in lines[0]
+    src = repo / "snippets" / "tiny_scale.py"
+    src.write_text(src.read_text() + "\n# a change\n")
+    (repo / "snippets" / "newer.py").write_text(
+        'BENCHMARK = {"name": "newer_bench", "title": "t"}\n'
+    )
+    lines, problems = cli.stale_report(repo / "data", repo / "snippets", repo)
+    text = "\n".join(lines)
+    assert "STALE   tiny_scale " in text and "STALE   tiny_scale_flops" in text
+    assert "STALE   capture tiny_scale_meta" in text
+    assert "MISSING newer_bench" in text
+    assert problems == 4
+
+
+def test_stale_cli_exit_codes(tmp_path, capsys, repo):
+    assert cli.main(["stale", "--data-dir", str(tmp_path / "none")]) == 0
+    assert "no timing data yet" in capsys.readouterr().out
+    do_run(repo)  # fake-test-gpu has none of the real snippets' benchmarks
+    assert cli.main(["stale", "--data-dir", str(repo / "data")]) == 1
+    assert "MISSING vector_add" in capsys.readouterr().out
+
+
+# ------------------------------------------------------ plots and the hook ---
+def test_svg_is_valid_and_themeable(repo):
+    do_run(repo)
+    svg = (repo / "plots" / "tiny_scale-fake-test-gpu.svg").read_text()
+    root = ET.fromstring(svg)
+    assert root.tag.endswith("svg") and root.get("viewBox") == "0 0 640 600"  # 2 dtypes
+    assert svg.count("\n") == 1  # one line: safe to inline in Markdown
+    assert 'fill="currentColor"' in svg and "copy bandwidth" in svg
+    for peer in ("Triton", "PyTorch eager", "torch.compile"):
+        assert f">{peer}<" in svg
+    assert "#000" not in svg and "black" not in svg and "white" not in svg
+    assert not P.wants_plot({"rows": [{"size": {"n": 1}}], "plot": True})
+
+
+def load_hook():
+    spec = importlib.util.spec_from_file_location(
+        "_measured_hook", REPO_ROOT / "hooks" / "measured.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["_measured_hook"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_hook_renders_plot_and_capture_tabs_from_fixture_data(repo):
+    hook = load_hook()
+    assert "Not yet measured on a GPU" in hook.render_plot(
+        "tiny_scale", [], repo, repo / "plots"
+    )
+    assert "Not yet captured on a GPU" in hook.render_capture(
+        "tiny_scale_meta", [], repo
+    )
+    do_run(repo)
+    gpus = T.load_dir(repo / "data")
+    plot_md = hook.render_plot("tiny_scale", gpus, repo, repo / "plots")
+    assert plot_md.startswith('=== "Fake Test GPU"')
+    assert '    <div class="course-plot" markdown="0"><svg' in plot_md
+    # without the file the plot is drawn from the data
+    (repo / "plots" / "tiny_scale-fake-test-gpu.svg").unlink()
+    assert "<svg" in hook.render_plot("tiny_scale", gpus, repo, repo / "plots")
+    cap_md = hook.render_capture("tiny_scale_meta", gpus, repo)
+    assert "    ```text\n    BLOCK_SIZE = 64\n    num_warps = 4\n    ```" in cap_md
+    assert hook.STALE_TEXT.capitalize() not in cap_md
+    src = repo / "snippets" / "tiny_scale.py"
+    src.write_text(src.read_text() + "\n")
+    assert hook.STALE_TEXT.capitalize() in hook.render_capture(
+        "tiny_scale_meta", gpus, repo
+    )
+    assert hook.STALE_TEXT.capitalize() in hook.render_plot(
+        "tiny_scale", gpus, repo, repo / "plots"
+    )
+
+
+def test_plot_and_capture_survive_markdown_conversion(repo):
+    import markdown
+
+    hook = load_hook()
+    do_run(repo)
+    gpus = T.load_dir(repo / "data")
+    md = hook.render_plot("tiny_scale", gpus, repo, repo / "plots")
+    md += "\n\n" + hook.render_capture("tiny_scale_meta", gpus, repo)
+    html = markdown.markdown(
+        md,
+        extensions=[
+            "admonition",
+            "md_in_html",
+            "pymdownx.superfences",
+            "pymdownx.tabbed",
+        ],
+        extension_configs={"pymdownx.tabbed": {"alternate_style": True}},
+    )
+    assert "<svg" in html and "&lt;svg" not in html
+    assert "BLOCK_SIZE = 64" in html and 'class="tabbed-set' in html
+
+
+def test_hook_page_directives_are_dispatched(repo):
+    hook = load_hook()
+    do_run(repo)
+
+    class Page:
+        class file:
+            src_uri = "x.md"
+
+    hook._state["gpus"] = T.load_dir(repo / "data")
+    hook._state["root"] = repo
+    config = {"docs_dir": str(repo / "docs")}
+    (repo / "docs" / "assets").mkdir(parents=True)
+    shutil.copytree(repo / "plots", repo / "docs" / "assets" / "plots")
+    out = hook.on_page_markdown(
+        "[[plot tiny_scale]]\n\n[[capture tiny_scale_meta]]\n\n```\n[[plot nope]]\n```",
+        Page,
+        config,
+        None,
+    )
+    assert "<svg" in out and "BLOCK_SIZE = 64" in out
+    assert "[[plot nope]]" in out  # directives inside code blocks are left alone

@@ -1,0 +1,243 @@
+"""Hand-written SVG plots of one benchmark on one GPU: rate against size.
+
+Pure Python, no matplotlib: the same function draws the file the runner
+writes (``docs/assets/plots/<bench>-<gpu-slug>.svg``) and what the page hook
+inlines, and the CPU tests can check it. Text and axes use ``currentColor``,
+so an inlined plot follows the page's light or dark scheme; the peer colours
+are mid-tones that read on both.
+
+One panel per dtype; one line per peer; the roofline measured in the same run
+is a dashed horizontal line. With one size parameter the x axis is that
+parameter on a log2 scale, otherwise the sizes are evenly spaced categories.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+PEER_COLORS = {
+    "Triton": "#f76707",
+    "PyTorch eager": "#4263eb",
+    "torch.compile": "#2f9e44",
+}
+EXTRA_COLORS = ("#ae3ec9", "#1098ad", "#e64980", "#868e96")
+DASHES = {"Triton": "", "PyTorch eager": "6 3", "torch.compile": "2 3"}
+MARKERS = ("circle", "square", "diamond", "triangle")
+
+W, H = 640, 300  # one panel
+LEFT, RIGHT, TOP, BOTTOM = 64, 28, 44, 46
+
+
+def wants_plot(bench: dict) -> bool:
+    """A curve says more than the table when there are several sizes to join."""
+    if bench.get("plot") is False:
+        return False
+    sizes = {tuple(sorted(r["size"].items())) for r in bench["rows"]}
+    return len(sizes) >= 3
+
+
+def _nice_step(span: float) -> float:
+    raw = span / 5 if span > 0 else 1.0
+    mag = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 2.5, 5, 10):
+        if raw <= m * mag:
+            return m * mag
+    return 10 * mag
+
+
+def _fmt_tick(v: float) -> str:
+    if v >= 1000:
+        return f"{v:,.0f}".replace(",", " ")
+    if v == int(v):
+        return str(int(v))
+    return f"{v:g}"
+
+
+def _size_label(size: dict, params: list) -> str:
+    parts = []
+    for p in params:
+        v = size[p]
+        if isinstance(v, int) and v >= 1024 and v & (v - 1) == 0:
+            parts.append(f"2^{v.bit_length() - 1}")
+        else:
+            parts.append(str(v))
+    return "×".join(parts)
+
+
+def _color(peer: str, order: list) -> str:
+    if peer in PEER_COLORS:
+        return PEER_COLORS[peer]
+    extras = [p for p in order if p not in PEER_COLORS]
+    return EXTRA_COLORS[extras.index(peer) % len(EXTRA_COLORS)]
+
+
+def _marker(kind: str, x: float, y: float, color: str) -> str:
+    fill = f'fill="{color}"'
+    if kind == "circle":
+        return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.2" {fill}/>'
+    if kind == "square":
+        return f'<rect x="{x - 3:.1f}" y="{y - 3:.1f}" width="6" height="6" {fill}/>'
+    if kind == "diamond":
+        corners = [(x, y - 4), (x + 4, y), (x, y + 4), (x - 4, y)]
+    else:
+        corners = [(x, y - 4), (x + 4, y + 3), (x - 4, y + 3)]
+    pts = " ".join(f"{a:.1f},{b:.1f}" for a, b in corners)
+    return f'<polygon points="{pts}" {fill}/>'
+
+
+def _panel(bench: dict, gpu: dict, dtype: str, y0: float) -> list[str]:
+    params = bench["params"]
+    rows = [r for r in bench["rows"] if r["dtype"] == dtype]
+    peers = [p for p in bench["peers"] if any(p in r["results"] for r in rows)]
+    roof = bench["roofline"]["value"]
+    top = max([roof] + [r["results"][p]["rate"] for r in rows for p in r["results"]])
+    step = _nice_step(top * 1.05)
+    ymax = step * math.ceil(top * 1.05 / step)
+    plot_w, plot_h = W - LEFT - RIGHT, H - TOP - BOTTOM
+
+    numeric = len(params) == 1 and all(r["size"][params[0]] > 0 for r in rows)
+    if numeric:
+        xs_raw = sorted({math.log2(r["size"][params[0]]) for r in rows})
+    else:
+        labels = []
+        for r in rows:
+            lab = _size_label(r["size"], params)
+            if lab not in labels:
+                labels.append(lab)
+        xs_raw = list(range(len(labels)))
+    lo, hi = xs_raw[0], xs_raw[-1]
+    span = hi - lo or 1.0
+
+    def px(row) -> float:
+        v = (
+            math.log2(row["size"][params[0]])
+            if numeric
+            else labels.index(_size_label(row["size"], params))
+        )
+        return LEFT + (v - lo) / span * plot_w
+
+    def py(rate: float) -> float:
+        return y0 + TOP + plot_h * (1 - rate / ymax)
+
+    out = [f'<g class="panel" data-dtype="{escape(dtype)}">']
+    title = f"{bench['title']} — {dtype}"
+    out.append(
+        f'<text x="{LEFT}" y="{y0 + 16}" font-size="14" font-weight="600" '
+        f'fill="currentColor">{escape(title)}</text>'
+    )
+    # grid and y ticks
+    tick = 0.0
+    while tick <= ymax + 1e-9:
+        y = py(tick)
+        out.append(
+            f'<line x1="{LEFT}" y1="{y:.1f}" x2="{W - RIGHT}" y2="{y:.1f}" '
+            'stroke="currentColor" stroke-opacity="0.15"/>'
+        )
+        out.append(
+            f'<text x="{LEFT - 6}" y="{y + 4:.1f}" font-size="11" text-anchor="end" '
+            f'fill="currentColor">{_fmt_tick(tick)}</text>'
+        )
+        tick += step
+    # x ticks
+    if numeric:
+        for v in xs_raw:
+            x = LEFT + (v - lo) / span * plot_w
+            if v == int(v):
+                lab = f'2<tspan dy="-5" font-size="8">{int(v)}</tspan>'
+            else:
+                lab = escape(f"{2**v:.0f}")
+            out.append(_xtick(x, y0, plot_h, lab, raw=True))
+    else:
+        for i, lab in enumerate(labels):
+            out.append(_xtick(LEFT + (i - lo) / span * plot_w, y0, plot_h, lab))
+    # axes
+    out.append(
+        f'<path d="M{LEFT},{y0 + TOP} V{y0 + TOP + plot_h} H{W - RIGHT}" '
+        'fill="none" stroke="currentColor" stroke-width="1"/>'
+    )
+    xlabel = params[0] if numeric else " × ".join(params)
+    out.append(
+        f'<text x="{LEFT + plot_w / 2:.1f}" y="{y0 + H - 6}" font-size="12" '
+        f'text-anchor="middle" fill="currentColor">{escape(xlabel)}</text>'
+    )
+    out.append(
+        f'<text transform="translate(14,{y0 + TOP + plot_h / 2:.1f}) rotate(-90)" '
+        f'font-size="12" text-anchor="middle" fill="currentColor">'
+        f"{escape(bench['unit'])}</text>"
+    )
+    # roofline
+    yr = py(roof)
+    out.append(
+        f'<line x1="{LEFT}" y1="{yr:.1f}" x2="{W - RIGHT}" y2="{yr:.1f}" '
+        'stroke="currentColor" stroke-width="1.5" stroke-dasharray="8 4" '
+        'stroke-opacity="0.7"/>'
+    )
+    out.append(
+        f'<text x="{W - RIGHT - 4}" y="{yr - 5:.1f}" font-size="11" text-anchor="end" '
+        f'fill="currentColor">{escape(bench["roofline"]["name"])} '
+        f"(measured on {escape(gpu['name'])})</text>"
+    )
+    # one line per peer
+    for k, peer in enumerate(peers):
+        color = _color(peer, bench["peers"])
+        pts = sorted(
+            (
+                (px(r), py(r["results"][peer]["rate"]))
+                for r in rows
+                if peer in r["results"]
+            ),
+        )
+        if len(pts) > 1:
+            d = " ".join(
+                f"{'M' if i == 0 else 'L'}{x:.1f},{y:.1f}"
+                for i, (x, y) in enumerate(pts)
+            )
+            dash = DASHES.get(peer, "4 2 1 2")
+            dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
+            style = f'stroke="{color}" stroke-width="2"{dash_attr}'
+            out.append(f'<path d="{d}" fill="none" {style}/>')
+        out += [_marker(MARKERS[k % len(MARKERS)], x, y, color) for x, y in pts]
+    # legend, top right of the title line
+    lx = W - RIGHT
+    for k, peer in reversed(list(enumerate(peers))):
+        color = _color(peer, bench["peers"])
+        text_w = 7 * len(peer) + 24
+        lx -= text_w
+        out.append(_marker(MARKERS[k % len(MARKERS)], lx + 6, y0 + 30, color))
+        out.append(
+            f'<text x="{lx + 14}" y="{y0 + 34}" font-size="11" fill="currentColor">'
+            f"{escape(peer)}</text>"
+        )
+    out.append("</g>")
+    return out
+
+
+def _xtick(x: float, y0: float, plot_h: float, label: str, raw: bool = False) -> str:
+    y = y0 + TOP + plot_h
+    label = label if raw else escape(label)
+    return (
+        f'<line x1="{x:.1f}" y1="{y}" x2="{x:.1f}" y2="{y + 4}" stroke="currentColor"/>'
+        f'<text x="{x:.1f}" y="{y + 17}" font-size="11" text-anchor="middle" '
+        f'fill="currentColor">{label}</text>'
+    )
+
+
+def render_svg(bench: dict, gpu: dict) -> str:
+    """The whole plot as one line of SVG (safe to inline in Markdown)."""
+    dtypes = []
+    for r in bench["rows"]:
+        if r["dtype"] not in dtypes:
+            dtypes.append(r["dtype"])
+    height = H * len(dtypes)
+    label = f"{bench['title']}: {bench['unit']} against size on {gpu['name']}"
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {height}" '
+        f'width="100%" role="img" aria-label="{escape(label)}" '
+        'font-family="system-ui, sans-serif" class="course-plot-svg">',
+        f"<title>{escape(label)}</title>",
+    ]
+    for i, dtype in enumerate(dtypes):
+        parts += _panel(bench, gpu, dtype, i * H)
+    parts.append("</svg>")
+    return "".join(parts) + "\n"
