@@ -1,0 +1,264 @@
+"""Running one attempt against one exercise (inside the checking subprocess)."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+
+import torch
+
+from . import GUARD, Exercise
+
+
+class Poisoner:
+    """Patch torch.empty/empty_like so that calls from one file get NaN-filled
+    views at the start of a larger buffer, and remember those buffers."""
+
+    def __init__(self, attempt_file: Path):
+        self.attempt_file = str(Path(attempt_file).resolve())
+        self.buffers: list[tuple[torch.Tensor, int, str]] = []
+
+    def _from_attempt(self) -> bool:
+        frame = sys._getframe(2)  # the caller of the patched function
+        return str(Path(frame.f_code.co_filename).resolve()) == self.attempt_file
+
+    def _guarded(self, plain: torch.Tensor, how: str) -> torch.Tensor:
+        if not plain.is_contiguous():
+            return plain
+        size = plain.numel() + guard_size(plain)
+        buffer = poison_(torch.empty(size, dtype=plain.dtype, device=plain.device))
+        line = sys._getframe(2).f_lineno
+        self.buffers.append((buffer, plain.numel(), f"{how} on line {line}"))
+        return buffer[: plain.numel()].view(plain.shape)
+
+    @contextlib.contextmanager
+    def active(self):
+        real_empty, real_empty_like = torch.empty, torch.empty_like
+
+        def empty(*args, **kwargs):
+            plain = real_empty(*args, **kwargs)
+            return (
+                self._guarded(plain, "torch.empty") if self._from_attempt() else plain
+            )
+
+        def empty_like(*args, **kwargs):
+            plain = real_empty_like(*args, **kwargs)
+            if self._from_attempt():
+                return self._guarded(plain, "torch.empty_like")
+            return plain
+
+        torch.empty, torch.empty_like = empty, empty_like
+        try:
+            yield self
+        finally:
+            torch.empty, torch.empty_like = real_empty, real_empty_like
+
+    def stray_writes(self) -> list[str]:
+        problems = []
+        for buffer, n, how in self.buffers:
+            tail = buffer[n:]
+            written = ~_is_poison(tail)
+            if written.any():
+                first = int(written.nonzero()[0])
+                problems.append(
+                    f"wrote {int(written.sum())} element(s) past the end of the "
+                    f"output made by {how} (from element {n + first} on): "
+                    "a tl.store without its mask?"
+                )
+        self.buffers.clear()
+        return problems
+
+
+def poison_(tensor: torch.Tensor) -> torch.Tensor:
+    if tensor.dtype.is_floating_point:
+        return tensor.fill_(float("nan"))
+    if tensor.dtype == torch.bool:
+        return tensor.fill_(True)
+    return tensor.fill_(torch.iinfo(tensor.dtype).max)
+
+
+def _is_poison(tensor: torch.Tensor) -> torch.Tensor:
+    if tensor.dtype.is_floating_point:
+        return torch.isnan(tensor)
+    if tensor.dtype == torch.bool:
+        return tensor
+    return tensor == torch.iinfo(tensor.dtype).max
+
+
+def guard_size(tensor: torch.Tensor) -> int:
+    return max(GUARD, tensor.numel())
+
+
+def guarded_input(tensor: torch.Tensor) -> torch.Tensor:
+    """A contiguous copy of ``tensor`` followed in memory by NaNs."""
+    size = tensor.numel() + guard_size(tensor)
+    buffer = poison_(torch.empty(size, dtype=tensor.dtype))
+    view = buffer[: tensor.numel()].view(tensor.shape)
+    view.copy_(tensor)
+    return view
+
+
+def load_attempt(path: Path):
+    spec = importlib.util.spec_from_file_location("attempt", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["attempt"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def traceback_tail(error: BaseException, lines: int = 14) -> str:
+    """The end of the traceback, without the checker's own frames."""
+    here = str(Path(__file__).resolve().parent)
+    tb = traceback.TracebackException.from_exception(error)
+    tb.stack = traceback.StackSummary.from_list(
+        [f for f in tb.stack if not str(Path(f.filename).resolve()).startswith(here)]
+    )
+    kept = "".join(tb.format()).rstrip().splitlines()[-lines:]
+    return "\n".join("      | " + line for line in kept)
+
+
+def _label(case: dict, dtype: str | None) -> str:
+    parts = [f"{k}={v}" for k, v in case.items() if not k.startswith("_")]
+    return " ".join(parts + ([dtype] if dtype else []))
+
+
+def compare(
+    result, expected: torch.Tensor, dtype: str, exercise: Exercise
+) -> list[str]:
+    """What is wrong with ``result`` (empty list: nothing)."""
+    want_dtype = getattr(torch, exercise.result_dtype(dtype))
+    if not isinstance(result, torch.Tensor):
+        return [f"returned {type(result).__name__}, expected a torch.Tensor"]
+    if tuple(result.shape) != tuple(expected.shape):
+        return [
+            f"result has shape {tuple(result.shape)}, expected {tuple(expected.shape)}"
+        ]
+    if result.dtype != want_dtype:
+        return [f"result has dtype {result.dtype}, expected {want_dtype}"]
+    got = result.detach().to(torch.float64).cpu()
+    want = expected.to(torch.float64)
+    if got.numel() == 0:
+        return []
+    problems = []
+    unwritten = torch.isnan(got) & ~torch.isnan(want)
+    if unwritten.any():
+        flat = unwritten.flatten().nonzero().flatten()
+        first = _index(int(flat[0]), got.shape)
+        problems.append(
+            f"{int(unwritten.sum())} of {got.numel()} elements are NaN where the "
+            f"reference is not (first at {first}): never written, or a masked-off "
+            "load used without other=? (inputs are followed by NaN in memory)"
+        )
+    tol = exercise.tolerances[dtype]
+    both = ~torch.isnan(got) & ~torch.isnan(want)
+    same_inf = torch.isinf(got) & torch.isinf(want) & (got == want)
+    error = (got - want).abs().masked_fill(~both | same_inf, 0.0)
+    allowed = tol["atol"] + tol["rtol"] * want.abs().masked_fill(~both, 0.0)
+    bad = (error > allowed) | (torch.isinf(got) != torch.isinf(want)) & both
+    if bad.any():
+        worst = int(torch.where(bad, error.nan_to_num(posinf=1e300), -1.0).argmax())
+        at = _index(worst, got.shape)
+        problems.append(
+            f"{int(bad.sum())} of {got.numel()} elements differ: max abs error "
+            f"{float(error.flatten()[worst]):.3g} at {at} (got "
+            f"{float(got.flatten()[worst]):.6g}, expected "
+            f"{float(want.flatten()[worst]):.6g}); allowed atol={tol['atol']:g} "
+            f"rtol={tol['rtol']:g}"
+        )
+    return problems
+
+
+def _index(flat: int, shape) -> str:
+    if len(shape) <= 1:
+        return f"index {flat}"
+    idx = []
+    for size in reversed(shape):
+        idx.append(flat % size)
+        flat //= size
+    return "index " + str(tuple(reversed(idx)))
+
+
+def run_cases(exercise: Exercise, fn, poisoner: Poisoner):
+    """Yield (case label, problems) for every case, as each one finishes."""
+    generator = torch.Generator().manual_seed(20240)
+    for case in exercise.cases:
+        for dtype in exercise.dtypes:
+            label = _label(case, dtype)
+            args = tuple(
+                guarded_input(a) if isinstance(a, torch.Tensor) else a
+                for a in exercise.make_inputs(case, getattr(torch, dtype), generator)
+            )
+            before = [a.clone() if isinstance(a, torch.Tensor) else None for a in args]
+            try:
+                with poisoner.active():
+                    result = fn(*args)
+            except Exception as error:  # the learner's exception, reported in full
+                poisoner.buffers.clear()
+                yield label, [f"raised {_one_line(error)}\n" + traceback_tail(error)]
+                continue
+            problems = poisoner.stray_writes()
+            problems += compare(result, exercise.reference(*args), dtype, exercise)
+            for i, (arg, old) in enumerate(zip(args, before, strict=True)):
+                if old is not None and not torch.equal(
+                    arg.nan_to_num(1.0), old.nan_to_num(1.0)
+                ):
+                    problems.append(
+                        f"input {i + 1} was modified; inputs must stay as given"
+                    )
+            yield label, problems
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"
+
+
+def check(exercise: Exercise, attempt: Path) -> int:
+    """Print a report; return the exit status (0: every case passed)."""
+    print(f"checking {exercise.name!r} from {attempt} (Triton interpreter, CPU)")
+    try:
+        module = load_attempt(attempt)
+    except BaseException as error:  # SyntaxError, ImportError, anything at import
+        print(f"  FAIL the file could not be imported: {_one_line(error)}")
+        print(traceback_tail(error))
+        return 1
+    fn = getattr(module, exercise.function, None)
+    if not callable(fn):
+        print(f"  FAIL {attempt.name} does not define {exercise.signature}")
+        return 1
+    poisoner = Poisoner(attempt)
+    if exercise.custom is not None:
+        results = exercise.custom(fn, poisoner)
+    else:
+        results = run_cases(exercise, fn, poisoner)
+    failed, count, seen = [], 0, set()
+    for label, problems in results:
+        count += 1
+        if not problems:
+            print(f"  ok   {label}", flush=True)
+            continue
+        failed.append((label, problems))
+        print(f"  FAIL {label}")
+        for problem in problems:
+            first, _, rest = problem.partition("\n")
+            print(f"       - {first}")
+            if rest and first not in seen:  # each traceback once
+                print(rest)
+            seen.add(first)
+        sys.stdout.flush()
+    if failed:
+        print(f"\n{len(failed)} of {count} cases failed.")
+        for words, advice in exercise.hints.items():
+            if words.startswith("only:"):
+                show = all(words[5:] in label for label, _ in failed)
+            else:
+                show = any(words in p for _, ps in failed for p in ps)
+            if show:
+                print(f"hint: {advice}")
+        return 1
+    print(f"\nAll {count} cases passed.")
+    print(f"Next, on a GPU: {exercise.target}")
+    return 0
