@@ -439,6 +439,7 @@ def _first_call_report() -> str:
     return "\n".join(lines)
 
 
+# --8<-- [start:capture_profiler]
 def capture_profiler() -> str:
     """torch.profiler's table for a forward + backward through SoftmaxFunction."""
     from torch.profiler import ProfilerActivity, profile
@@ -453,6 +454,9 @@ def capture_profiler() -> str:
             softmax(x).backward(dy)
         torch.cuda.synchronize()
     return prof.key_averages().table(sort_by="cuda_time_total", row_limit=12)
+
+
+# --8<-- [end:capture_profiler]
 
 
 def capture_compiler_report() -> str:
@@ -505,6 +509,7 @@ def _extract_triton_kernels(log: str, max_lines: int = 70) -> str:
     return "\n\n# ----\n\n".join(kernels)
 
 
+# --8<-- [start:capture_ncu]
 # Nsight Compute: the runner runs this file under ncu (`--ncu-target` launches
 # the backward kernel once, with a fixed config) and keeps these metrics.
 _NCU = {
@@ -522,6 +527,7 @@ _NCU = {
         "sm__warps_active.avg.pct_of_peak_sustained_active",  # achieved occupancy
     ],
 }
+# --8<-- [end:capture_ncu]
 
 CAPTURES = {
     "softmax_autograd_first_call": capture_first_call,

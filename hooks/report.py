@@ -1,0 +1,121 @@
+"""MkDocs hook: what a benchmark's ``report()`` recorded, e.g. autotuned configs.
+
+The GPU runner calls a benchmark description's ``report`` after timing and
+stores the result under the benchmark's ``notes.report`` in
+``data/timings/<gpu>.json``. This hook renders it, one tab per GPU:
+
+``[[report NAME]]``  (alone on a line)
+    Each entry of benchmark NAME's report: a list of flat objects becomes a
+    table (columns in the order of the first object), an object of scalars a
+    two-column table, anything else JSON in a code block. With no GPU data
+    yet, a note says so; nothing is ever made up.
+
+Like ``hooks/measured.py`` it reads only the runner's data; the docs build
+needs neither torch, triton nor a GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from mkdocs.exceptions import PluginError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:  # the hooks must work without an install
+    sys.path.insert(0, str(REPO_ROOT))
+
+from triton_course import timings as T  # noqa: E402
+
+_REPORT_RE = re.compile(r"^\[\[report\s+([\w.-]+)\]\]\s*$")
+_FENCE_RE = re.compile(r"^\s*(```|~~~)")
+_state: dict = {}
+
+
+def on_config(config):
+    configured = config.get("extra", {}).get("timings_dir", "data/timings")
+    directory = (Path(config["config_file_path"]).parent / configured).resolve()
+    try:
+        _state["gpus"] = T.load_dir(directory)
+    except T.TimingDataError as exc:
+        raise PluginError(f"timing data: {exc}") from None
+    return config
+
+
+def _cell(value) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text.replace("|", "\\|")
+
+
+def _is_scalar(value) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def render_entry(key: str, value) -> list[str]:
+    """One report entry as Markdown lines."""
+    out = [f"**{key}**", ""]
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, dict) and all(map(_is_scalar, v.values())) for v in value)
+    ):
+        columns = list(value[0])
+        for row in value[1:]:
+            columns += [c for c in row if c not in columns]
+        out.append("| " + " | ".join(columns) + " |")
+        out.append("|" + "---:|" * len(columns))
+        for row in value:
+            out.append(
+                "| " + " | ".join(_cell(row.get(c, "—")) for c in columns) + " |"
+            )
+    elif isinstance(value, dict) and all(map(_is_scalar, value.values())):
+        out += ["| | |", "|---|---:|"]
+        out += [f"| {_cell(k)} | {_cell(v)} |" for k, v in value.items()]
+    else:
+        out += ["```json", json.dumps(value, indent=1), "```"]
+    return out + [""]
+
+
+def render_report(name: str, gpus: list) -> str:
+    found = [
+        g
+        for g in gpus
+        if name in g.benchmarks and "report" in (g.benchmarks[name].get("notes") or {})
+    ]
+    if not found:
+        return (
+            '!!! info "Not yet measured on a GPU"\n'
+            f"    What the runner records for `{name}` appears here once it has "
+            "run on a real GPU.\n"
+        )
+    blocks = []
+    for g in found:
+        bench = g.benchmarks[name]
+        lines = []
+        for key, value in bench["notes"]["report"].items():
+            lines += render_entry(key, value)
+        lines.append(
+            f"*Recorded on {g.gpu['name']} on {bench['provenance']['date'][:10]} "
+            f"by `report()` of `{bench['snippet']}`.*"
+        )
+        body = "\n".join(("    " + line) if line else "" for line in lines)
+        blocks.append(f'=== "{g.label}"\n\n{body}\n')
+    return "\n".join(blocks)
+
+
+def on_page_markdown(markdown, page, config, files):
+    out, in_fence = [], False
+    for number, line in enumerate(markdown.split("\n"), start=1):
+        if _FENCE_RE.match(line):
+            in_fence = not in_fence
+        match = None if in_fence else _REPORT_RE.match(line.strip())
+        if not match:
+            out.append(line)
+            continue
+        try:
+            out.append(render_report(match.group(1), _state["gpus"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PluginError(f"{page.file.src_uri}:{number}: {exc}") from None
+    return "\n".join(out)

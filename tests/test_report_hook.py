@@ -1,0 +1,50 @@
+"""hooks/report.py: the [[report NAME]] directive renders a benchmark's report()."""
+
+import importlib.util
+from types import SimpleNamespace
+
+from conftest import REPO_ROOT
+
+_spec = importlib.util.spec_from_file_location(
+    "report_hook", REPO_ROOT / "hooks/report.py"
+)
+hook = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(hook)
+
+
+def _gpu(report):
+    bench = {
+        "snippet": "snippets/x.py",
+        "provenance": {"date": "2026-11-21T12:00:00Z"},
+        "notes": {"report": report},
+    }
+    return SimpleNamespace(
+        label="NVIDIA H100", gpu={"name": "NVIDIA H100"}, benchmarks={"x": bench}
+    )
+
+
+def test_list_of_rows_becomes_a_table_per_gpu():
+    report = {"autotuned": [{"n_cols": 256, "ROWS": 16}, {"n_cols": 4096, "ROWS": 1}]}
+    text = hook.render_report("x", [_gpu(report)])
+    assert text.startswith('=== "NVIDIA H100"')
+    assert "    | n_cols | ROWS |" in text
+    assert "    | 4096 | 1 |" in text
+    assert "report()` of `snippets/x.py`" in text
+
+
+def test_other_shapes_of_report():
+    text = hook.render_report("x", [_gpu({"a": {"k": 1}, "b": [[1, 2]]})])
+    assert "| k | 1 |" in text and "```json" in text
+
+
+def test_no_data_says_so():
+    text = hook.render_report("missing", [_gpu({})])
+    assert "Not yet measured" in text
+
+
+def test_directive_is_replaced_outside_code_only():
+    hook._state["gpus"] = []
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="p.md"))
+    md = "a\n[[report x]]\n```\n[[report x]]\n```"
+    out = hook.on_page_markdown(md, page, {}, None)
+    assert out.count("Not yet measured") == 1 and out.count("[[report x]]") == 1
