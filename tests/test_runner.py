@@ -494,3 +494,22 @@ def test_hook_page_directives_are_dispatched(repo):
     )
     assert "<svg" in out and "BLOCK_SIZE = 64" in out
     assert "[[plot nope]]" in out  # directives inside code blocks are left alone
+
+
+def _outputs(path: Path) -> str:
+    cells = json.loads(path.read_text())["cells"]
+    return json.dumps([c.get("outputs") for c in cells])
+
+
+def test_only_runs_the_notebooks_built_from_the_measured_snippet(repo):
+    nb_dir = repo / "notebooks"
+    (nb_dir / "uses_it.md").write_text('Text\n\n--8<-- "tiny_scale.py:kernel"\n')
+    (nb_dir / "uses_it.ipynb").write_text(_notebook("print('ran uses_it')"))
+    (nb_dir / "other.ipynb").write_text(_notebook("print('ran other')"))
+    do_run(repo, only="tiny_scale_flops", skip_notebooks=False)
+    assert "ran uses_it" in _outputs(nb_dir / "uses_it.ipynb")
+    assert "ran other" not in _outputs(nb_dir / "other.ipynb")
+    data = (repo / "data" / "fake-test-gpu.json").read_bytes()
+    do_run(repo, only="other", skip_notebooks=False)  # a notebook alone
+    assert "ran other" in _outputs(nb_dir / "other.ipynb")
+    assert (repo / "data" / "fake-test-gpu.json").read_bytes() == data

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -68,14 +69,16 @@ class Stage:
 
 
 # ------------------------------------------------------------ correctness ---
-def select_tests(tests_dir: Path, snippets: list[Path]) -> list[Path]:
+def select_tests(
+    tests_dir: Path, snippets: list[Path], gpu_marked: bool = True
+) -> list[Path]:
     """The test module of each snippet, plus every module with GPU-only tests."""
     picked = []
     for s in snippets:
         candidate = tests_dir / f"test_{s.stem}.py"
         if candidate.is_file():
             picked.append(candidate)
-    for path in sorted(tests_dir.glob("test_*.py")):
+    for path in sorted(tests_dir.glob("test_*.py")) if gpu_marked else []:
         if path.name in GPU_SKIPPED_TESTS or path in picked:
             continue
         if "mark.gpu" in path.read_text(encoding="utf-8"):
@@ -106,6 +109,17 @@ def run_pytest(repo_root: Path, test_files: list[Path]) -> None:
 
 
 # --------------------------------------------------------------- notebooks ---
+_INCLUDE_RE = re.compile(r'^--8<--\s+"([\w.-]+)\.py:', re.M)
+
+
+def notebook_snippets(notebook: Path, repo_root: Path) -> set[str]:
+    """Stems of the snippets a notebook's recipe (notebooks/<name>.md) embeds."""
+    recipe = repo_root / "notebooks" / f"{notebook.stem}.md"
+    if not recipe.is_file():
+        return set()
+    return set(_INCLUDE_RE.findall(recipe.read_text(encoding="utf-8")))
+
+
 def execute_notebook(path: Path) -> str:
     """Run a notebook top to bottom in a fresh kernel; return the .ipynb text."""
     try:
@@ -193,7 +207,22 @@ def run(
     _refuse_repo_paths(env, [data_dir, plots_dir, notebooks_dir])
     log(f"GPU: {env.gpu['name']} ({env.gpu['sm_count']} SMs), slug {env.gpu['slug']}")
 
-    snippets = D.discover(repo_root / "snippets", only=only)
+    notebooks = [] if skip_notebooks else D.notebook_files(notebooks_dir)
+    if only and only in {nb.stem for nb in notebooks}:
+        snippets = []  # --only NOTEBOOK: that notebook and its snippets' tests
+        notebooks = [nb for nb in notebooks if nb.stem == only]
+        used = notebook_snippets(notebooks[0], repo_root)
+        tested = [p for p in D.snippet_files(repo_root / "snippets") if p.stem in used]
+    else:
+        snippets = D.discover(repo_root / "snippets", only=only)
+        if only:  # notebooks built from the snippets measured
+            stems = {s.stem for s in snippets}
+            notebooks = [
+                nb for nb in notebooks if notebook_snippets(nb, repo_root) & stems
+            ]
+            tested = [s.path for s in snippets]
+        else:
+            tested = D.snippet_files(repo_root / "snippets")
     n_bench = sum(len(s.benchmarks) for s in snippets)
     n_caps = sum(len(s.captures) for s in snippets)
     log(
@@ -204,25 +233,17 @@ def run(
 
     # 1. correctness on the GPU
     if check is None:
-        every = D.snippet_files(repo_root / "snippets")
-        chosen = [s.path for s in snippets] if only else every
-        run_pytest(repo_root, select_tests(repo_root / "tests", chosen))
+        tests = select_tests(repo_root / "tests", tested, gpu_marked=not only)
+        run_pytest(repo_root, tests)
     else:
         check(snippets)
 
     stage = Stage()
     # 2. notebooks
-    if not skip_notebooks:
-        for nb in D.notebook_files(notebooks_dir):
-            if (
-                only
-                and nb.stem != only
-                and not any(nb.stem == s.stem for s in snippets)
-            ):
-                continue
-            log(f"notebook {nb.name}: executing")
-            stage.add(nb, execute_notebook(nb))
-            log(f"notebook {nb.name}: done")
+    for nb in notebooks:
+        log(f"notebook {nb.name}: executing")
+        stage.add(nb, execute_notebook(nb))
+        log(f"notebook {nb.name}: done")
 
     # 3. rooflines, then every benchmark
     metrics = {d["metric"] for s in snippets for d in s.benchmarks}
@@ -255,9 +276,10 @@ def run(
                 log(f"capture {name}: {len(text.splitlines())} lines")
 
     # 5. the data file and the plots, then write everything at once
-    doc = build_doc(existing, env, records, captures, partial=only is not None)
-    T.validate(doc, data_path)
-    stage.add(data_path, json.dumps(doc, indent=1) + "\n")
+    if records or captures or not only:
+        doc = build_doc(existing, env, records, captures, partial=only is not None)
+        T.validate(doc, data_path)
+        stage.add(data_path, json.dumps(doc, indent=1) + "\n")
     for name, bench in records.items():
         if P.wants_plot(bench):
             stage.add(
@@ -321,7 +343,9 @@ def parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="check, time and publish on this CUDA GPU")
-    r.add_argument("--only", metavar="NAME", help="one benchmark, capture or snippet")
+    r.add_argument(
+        "--only", metavar="NAME", help="one benchmark, capture, snippet or notebook"
+    )
     r.add_argument("--data-dir", type=Path, default=REPO_ROOT / "data" / "timings")
     r.add_argument(
         "--plots-dir", type=Path, default=REPO_ROOT / "docs" / "assets" / "plots"
