@@ -12,11 +12,12 @@ window.MathJax = {
   },
 };
 
-// Material swaps pages without a reload (instant navigation): typeset each one.
+// Material swaps pages without a full reload (instant navigation), so each new
+// page is typeset again. MathJax may not have finished loading on the first
+// page, where it typesets by itself.
 if (typeof document$ !== "undefined") {
   document$.subscribe(() => {
-    if (window.MathJax && MathJax.typesetPromise) {
-      MathJax.startup.output.clearCache();
+    if (window.MathJax && typeof MathJax.typesetPromise === "function") {
       MathJax.typesetClear();
       MathJax.texReset();
       MathJax.typesetPromise();

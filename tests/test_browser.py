@@ -1,0 +1,151 @@
+"""Headless Chromium against the built site: what a learner actually sees.
+
+Uses Debian's chromium through Playwright (Playwright's own browser download
+does not work offline); COURSE_CHROMIUM overrides the path (CI uses Chrome).
+"""
+
+import functools
+import http.server
+import os
+import re
+import threading
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium")
+FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--no-first-run", "--disable-sync",
+]
+TUTORIAL = "triton-series/vector-addition/"
+
+
+@pytest.fixture(scope="module")
+def server(built_site):
+    site = built_site[0]
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *args: None
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    assert os.path.exists(CHROMIUM), (
+        f"{CHROMIUM} not found: run scripts/ensure-chromium (or set COURSE_CHROMIUM)"
+    )
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    context = browser.new_context(base_url=server)
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
+    # The machine running the tests is offline. Two external requests are by
+    # design (Material's GitHub repository facts; the Colab badge image in the
+    # notebook): answer them as the services would. Any other external request
+    # fails and shows up as a console error.
+    context.route(
+        "https://api.github.com/**",
+        lambda route: route.fulfill(status=200, json={"tag_name": "v0"}),
+    )
+    context.route(
+        "https://colab.research.google.com/assets/colab-badge.svg",
+        lambda route: route.fulfill(status=200, content_type="image/svg+xml",
+                                    body="<svg xmlns='http://www.w3.org/2000/svg'/>"),
+    )
+    page = context.new_page()
+    page.console_errors = []
+    page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
+    page.on("pageerror", lambda e: page.console_errors.append(str(e)))
+    yield page
+    context.close()
+
+
+def test_tutorial_renders_the_snippet_code(page):
+    page.goto(TUTORIAL)
+    code = page.locator("pre code").filter(has_text="def vector_add_kernel")
+    assert code.count() == 1
+    text = code.inner_text()
+    assert "tl.program_id(axis=0)" in text and "--8<--" not in text
+    # Maths rendered by the vendored MathJax (an SVG per formula).
+    page.wait_for_selector("mjx-container svg", timeout=10_000)
+    assert page.console_errors == []
+
+
+def test_copy_button_copies_the_kernel(page):
+    page.goto(TUTORIAL)
+    block = page.locator("div.highlight").filter(has_text="def vector_add_kernel").first
+    block.hover()
+    block.locator('button.md-code__button[data-md-type="copy"]').click()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    source = open("snippets/vector_add.py", encoding="utf-8").read()
+    kernel = source.split("# --8<-- [start:kernel]\n")[1].split("# --8<-- [end:kernel]")[0]
+    assert copied.strip() == kernel.strip()
+
+
+def test_previous_and_next_follow_the_nav(page):
+    page.goto(TUTORIAL)
+    previous = page.locator("a.md-footer__link--prev")
+    assert previous.get_attribute("aria-label").endswith("What Triton is")
+    nav = page.locator(".module-nav").first
+    previous_link = nav.locator("a").nth(2)
+    assert previous_link.inner_text() == "What Triton is"
+    previous_link.click()
+    page.wait_for_url(re.compile(r"triton-series/$"))
+    assert page.locator("h1").first.inner_text().startswith("What Triton is")
+    page.locator("a.md-footer__link--next").click()
+    page.wait_for_url(re.compile(r"vector-addition/$"))
+
+
+def test_search_finds_program_id(page):
+    page.goto("")
+    page.locator("input.md-search__input").click(force=True)
+    page.keyboard.type("program_id")
+    results = page.locator(".md-search-result__item")
+    results.first.wait_for(timeout=15_000)
+    assert "Vector addition" in page.locator(".md-search-result").inner_text()
+
+
+def test_colab_and_download_links(page, server):
+    page.goto(TUTORIAL)
+    colab = page.locator("a.colab-button")
+    repo = re.search(
+        r"^repo_url:\s*https://github\.com/(\S+)$",
+        open("mkdocs.yml", encoding="utf-8").read(), re.M,
+    ).group(1)
+    assert colab.get_attribute("href") == (
+        f"https://colab.research.google.com/github/{repo}/blob/main/"
+        "docs/notebooks/vector_addition.ipynb"
+    )
+    href = page.locator("a.notebook-download").get_attribute("href")
+    response = page.request.get(server + TUTORIAL + href)
+    assert response.ok and '"cells"' in response.text()
+
+
+def test_dark_mode_toggle(page):
+    page.goto("")
+    before = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+    page.locator("label.md-header__button[for^='__palette']:visible").first.click()
+    after = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+    assert {before, after} == {"default", "slate"}
+
+
+def test_pages_load_without_console_errors(page, built_site):
+    site = built_site[0]
+    for html in sorted(site.rglob("index.html")):
+        url = html.parent.relative_to(site).as_posix()
+        url = "" if url == "." else url + "/"
+        page.goto(url)
+        page.wait_for_load_state("load")
+    assert page.console_errors == []
