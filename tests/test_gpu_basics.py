@@ -1,0 +1,205 @@
+"""snippets/gpu_basics.py: strided copy, persistent copy, FMA chain, occupancy."""
+
+import pytest
+import torch
+from conftest import DEVICE, assert_close, load_snippet, poison_
+
+gb = load_snippet("gpu_basics")
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+
+def _randn(n, dtype=torch.float32):
+    return torch.randn(n, device=DEVICE).to(dtype)
+
+
+# ------------------------------------------------------------ strided copy ---
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize(
+    "n, stride", [(0, 3), (1, 1), (7, 2), (1000, 1), (1000, 7), (2049, 32), (5, 9)]
+)
+def test_strided_copy_matches_slicing(n, stride, dtype, seeded):
+    x = _randn(n, dtype)
+    expected = x[::stride]
+    out = poison_(torch.empty(expected.numel(), dtype=dtype, device=DEVICE))
+    result = gb.strided_copy(x, stride, out=out, block_size=256)
+    assert result is out
+    assert torch.equal(out, expected)  # a copy: bit for bit
+    assert torch.equal(gb.strided_copy_ref(x, stride), expected)
+
+
+def test_strided_copy_does_not_write_past_the_end(seeded):
+    x = _randn(1000)
+    buffer = poison_(torch.empty(143 + 64, device=DEVICE))
+    gb.strided_copy(x, 7, out=buffer[:143], block_size=128)
+    assert torch.isnan(buffer[143:]).all()
+    assert torch.equal(buffer[:143], x[::7])
+
+
+# --------------------------------------------------------- persistent copy ---
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize(
+    "n, programs, warps",
+    [(0, 1, 1), (1, 4, 1), (1000, 3, 2), (4099, 2, 4), (777, 64, 1)],
+)
+def test_persistent_copy_copies_everything(n, programs, warps, dtype, seeded):
+    x = _randn(n, dtype)
+    out = poison_(torch.empty_like(x))
+    assert gb.persistent_copy(x, programs, num_warps=warps, out=out) is out
+    assert torch.equal(out, x)
+
+
+def test_persistent_copy_does_not_write_past_the_end(seeded):
+    x = _randn(1000)
+    buffer = poison_(torch.empty(1000 + 600, device=DEVICE))
+    gb.persistent_copy(x, 3, num_warps=1, out=buffer[:1000])
+    assert torch.isnan(buffer[1000:]).all()
+    assert torch.equal(buffer[:1000], x)
+
+
+# --------------------------------------------------------------- FMA chain ---
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n, iters", [(0, 4), (1, 0), (7, 1), (1000, 16), (333, 64)])
+def test_fma_chain_matches_float64(n, iters, dtype, seeded):
+    x = _randn(n, dtype)
+    out = poison_(torch.empty_like(x))
+    assert gb.fma_chain(x, iters, out=out, block_size=128) is out
+    y = x.double()
+    for _ in range(iters):
+        y = y * 0.999 + 0.001
+    # float32 rounding adds up over the chain: allow about one ulp per step.
+    chain_tol = {"atol": max(1e-5, iters * 1.2e-7)} if dtype == torch.float32 else {}
+    assert_close(out, y, **chain_tol)
+    assert_close(gb.fma_chain_ref(x, iters), y, **chain_tol)
+
+
+def test_fma_chain_edge_values():
+    x = torch.tensor(
+        [0.0, -0.0, 1e30, -1e30, float("inf"), float("nan")], device=DEVICE
+    )
+    out = gb.fma_chain(x, 3, a=2.0, b=0.0)
+    expected = x * 8
+    torch.testing.assert_close(out, expected, equal_nan=True)
+
+
+# ---------------------------------------------------------------- occupancy ---
+@pytest.mark.parametrize(
+    "regs, warps, shared, resident",
+    [
+        (32, 4, 0, 64),  # 32 regs: registers allow 64 warps, the warp limit binds
+        (64, 4, 0, 32),  # 64 regs x 32 threads x 32 warps = 65536: half the warps
+        (255, 8, 0, 8),  # 255 regs round up to 256: one 8-warp block fits
+        (32, 1, 0, 32),  # one-warp blocks: the 32-block limit binds
+        (32, 4, 100_000, 8),  # two 100 kB blocks fill the 228 kB of shared memory
+        (40, 4, 0, 48),  # 40 regs -> 1280 per warp: 51 warps, i.e. 12 blocks of 4
+    ],
+)
+def test_resident_warps_follow_the_occupancy_rules(regs, warps, shared, resident):
+    got = gb.resident_warps_per_sm(regs, warps, shared, gb.SM90_LIMITS)
+    assert got == resident
+
+
+def test_occupancy_report_is_json_ready():
+    import json
+
+    report = gb.occupancy_report()
+    json.dumps(report)
+    assert report["limits"]["max_warps"] > 0
+
+
+# ---------------------------------------------------------------- benchmark ---
+def test_benchmark_descriptions_are_complete():
+    names = set()
+    for bench in gb.BENCHMARKS:
+        assert bench["name"] not in names
+        names.add(bench["name"])
+        assert bench["metric"] in ("bandwidth", "compute")
+        assert next(iter(bench["peers"])) == "PyTorch eager"
+        for size in bench["sizes"]:
+            assert sorted(size) == sorted(bench["params"])
+            for dtype in bench["dtypes"]:
+                assert bench["work"](size, getattr(torch, dtype)) > 0
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_reports_give_the_roofline_counts_of_every_row(index):
+    # hooks/roofline.py places a row by the FLOPs and bytes its report() gives
+    import json
+
+    bench = gb.BENCHMARKS[index]
+    report = json.loads(json.dumps(bench["report"]()))
+    entries = report["roofline"]
+    rows = [(s, d) for d in bench["dtypes"] for s in bench["sizes"]]
+    assert [(e["size"], e["dtype"]) for e in entries] == rows
+    for entry in entries:
+        dtype = getattr(torch, entry["dtype"])
+        work = bench["work"](entry["size"], dtype)
+        key = "bytes" if bench["metric"] == "bandwidth" else "flops"
+        assert entry[key] == work and entry["bytes"] > 0 and entry["flops"] >= 0
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_benchmark_callables_agree_on_a_small_size(index):
+    bench = gb.BENCHMARKS[index]
+    size = dict(bench["sizes"][0], n_elements=300)
+    inputs = bench["make_inputs"](size, torch.float32, DEVICE)
+    expected = next(iter(bench["peers"].values()))(*inputs)
+    assert_close(bench["triton"](*inputs), expected.double(), atol=1e-4)
+
+
+# ---------------------------------------------------------------- bad input ---
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: gb.strided_copy([1.0], 1), TypeError, "torch.Tensor"),
+        (lambda: gb.strided_copy(_randn(8).double(), 1), TypeError, "unsupported"),
+        (
+            lambda: gb.strided_copy(torch.ones(8, dtype=torch.int32), 1),
+            TypeError,
+            "unsupported",
+        ),
+        (lambda: gb.strided_copy(_randn(8).view(2, 4), 1), ValueError, "1-D"),
+        (lambda: gb.strided_copy(_randn(16)[::2], 1), ValueError, "contiguous"),
+        (lambda: gb.strided_copy(_randn(8), 0), ValueError, "positive int"),
+        (lambda: gb.strided_copy(_randn(8), 1.5), ValueError, "positive int"),
+        (
+            lambda: gb.strided_copy(_randn(8), 1, block_size=100),
+            ValueError,
+            "power of two",
+        ),
+        (lambda: gb.strided_copy(_randn(8), 2, out=_randn(8)), ValueError, "out must"),
+        (
+            lambda: gb.strided_copy(_randn(8), 1, out=_randn(16)[::2]),
+            ValueError,
+            "contiguous",
+        ),
+        (lambda: gb.persistent_copy(_randn(8), 0), ValueError, "num_programs"),
+        (
+            lambda: gb.persistent_copy(_randn(8), 2, num_warps=3),
+            ValueError,
+            "num_warps",
+        ),
+        (
+            lambda: gb.persistent_copy(_randn(8), 2, out=_randn(8).half()),
+            ValueError,
+            "out must",
+        ),
+        (lambda: gb.fma_chain(_randn(8), -1), ValueError, "non-negative"),
+        (lambda: gb.fma_chain(_randn(8), 2.0), ValueError, "non-negative"),
+        (lambda: gb.fma_chain(_randn(8), 2, block_size=3), ValueError, "power of two"),
+    ],
+)
+def test_bad_input_is_rejected(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_cpu_tensors_need_the_interpreter(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    for call in (
+        lambda: gb.strided_copy(torch.ones(4), 1),
+        lambda: gb.persistent_copy(torch.ones(4), 1),
+        lambda: gb.fma_chain(torch.ones(4), 1),
+    ):
+        with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
+            call()
