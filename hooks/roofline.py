@@ -290,11 +290,14 @@ def render_roofline(text: str, gpus: list) -> str:
         return f'!!! info "Roofline: not yet measured on {g.label}"\n'
     label = f"Roofline of {g.label}"
     svg = render_svg(points, bandwidth, peak, label)
+    names = {b["metric"]: b["roofline"].get("name") for b in g.benchmarks.values()}
     roofs = []
     if bandwidth:
-        roofs.append(f"copy bandwidth {_fmt(bandwidth)} GB/s (sloped line)")
+        name = names.get("bandwidth") or "copy bandwidth"
+        roofs.append(f"{name} {_fmt(bandwidth)} GB/s (sloped line)")
     if peak:
-        roofs.append(f"large-matmul rate {_fmt(peak)} TFLOP/s (flat line)")
+        name = names.get("compute") or "large-matmul rate"
+        roofs.append(f"{name} {_fmt(peak)} TFLOP/s (flat line)")
     if bandwidth and peak:
         roofs.append(f"ridge point {_fmt(peak / (bandwidth / 1e3))} FLOP/byte (dashed)")
     caption = (
