@@ -1,0 +1,170 @@
+"""snippets/vector_add_frameworks.py and hooks/loc.py: the Triton version under
+the interpreter, every other framework on a GPU, and the line counts the
+reference page shows."""
+
+import importlib.util
+import sys
+
+import pytest
+import torch
+from conftest import DEVICE, REPO_ROOT, SNIPPETS, assert_close, load_snippet, poison_
+
+fw = load_snippet("vector_add_frameworks")
+
+
+def _load_loc_hook():
+    spec = importlib.util.spec_from_file_location(
+        "course_loc_hook", REPO_ROOT / "hooks/loc.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+loc = _load_loc_hook()
+GPU_PEERS = ["CUDA C++", "Numba CUDA", "CuPy ElementwiseKernel", "CuPy cp.add"]
+
+
+@pytest.fixture
+def poisoned_outputs(monkeypatch):
+    """Every implementation allocates with torch.empty_like: make that NaN."""
+    real = torch.empty_like
+    monkeypatch.setattr(torch, "empty_like", lambda t, **kw: poison_(real(t, **kw)))
+
+
+@pytest.mark.parametrize("n", [1, 7, 1000, 1024, 65_539])
+def test_triton_version_matches_reference(n, seeded, poisoned_outputs):
+    x, y = torch.randn(n, device=DEVICE), torch.randn(n, device=DEVICE)
+    out = fw.add_triton(x, y)
+    assert not torch.isnan(out).any(), "an element was never written"
+    assert_close(out, x.double() + y.double())
+
+
+@pytest.mark.parametrize(
+    "make, error, message",
+    [
+        (lambda: ([1.0], [2.0]), TypeError, "torch.Tensor"),
+        (lambda: (torch.ones(4, device=DEVICE).half(),) * 2, TypeError, "float32"),
+        (
+            lambda: (torch.ones(4, device=DEVICE), torch.ones(5, device=DEVICE)),
+            ValueError,
+            "shapes",
+        ),
+        (lambda: (torch.ones(4, 4, device=DEVICE).t(),) * 2, ValueError, "contiguous"),
+        (lambda: (torch.ones(0, device=DEVICE),) * 2, ValueError, "empty"),
+    ],
+    ids=["lists", "float16", "shapes", "strided", "empty"],
+)
+@pytest.mark.parametrize("name", list(fw.IMPLEMENTATIONS))
+def test_bad_input_is_rejected_before_any_framework_import(name, make, error, message):
+    # The checks come first, so they hold even where cupy / numba are missing.
+    with pytest.raises(error, match=message):
+        fw.IMPLEMENTATIONS[name](*make())
+
+
+def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with pytest.raises(ValueError, match="CUDA GPU"):
+        fw.add_triton(torch.ones(4), torch.ones(4))
+
+
+def test_frameworks_are_imported_lazily():
+    # The module itself must import without cupy or numba (CPU CI has neither).
+    source = (SNIPPETS / "vector_add_frameworks.py").read_text()
+    top_level = [
+        line for line in source.splitlines() if line.startswith(("import", "from"))
+    ]
+    assert not any("cupy" in line or "numba" in line for line in top_level)
+
+
+def test_benchmark_peers_are_the_implementations():
+    from triton_course.runner import discovery
+
+    desc = discovery.check_description(fw.BENCHMARK, "vector_add_frameworks.py")
+    assert desc["triton"] is fw.add_triton
+    assert list(desc["peers"]) == ["PyTorch eager", *GPU_PEERS]
+    assert all(desc["peers"][p] is fw.IMPLEMENTATIONS[p] for p in GPU_PEERS)
+
+
+# ---------------------------------------------------------- line counts ---
+@pytest.mark.parametrize("framework, section", list(fw.KERNEL_SECTIONS.items()))
+def test_each_kernel_section_has_code(framework, section):
+    count = loc.count_loc(SNIPPETS / "vector_add_frameworks.py", section)
+    assert 3 <= count <= 40, f"{framework}: {count} lines"
+
+
+def test_the_page_shows_every_count_through_the_hook():
+    page = (REPO_ROOT / "docs/reference/triton-at-a-glance.md").read_text()
+    for section in fw.KERNEL_SECTIONS.values():
+        assert f"[[loc snippets/vector_add_frameworks.py:{section}]]" in page
+
+
+def test_count_skips_blanks_comments_and_markers(tmp_path):
+    source = tmp_path / "x.py"
+    source.write_text(
+        "a = 1\n# --8<-- [start:s]\n\n# a comment\n"
+        'src = """\n// cuda comment\nint i;\n"""\nb = 2  # trailing\n'
+        "# --8<-- [end:s]\n"
+    )
+    assert loc.count_loc(source, "s") == 4  # src = """, int i;, """, b = 2
+
+
+def test_hook_replaces_directives_and_fails_on_missing_sections(tmp_path):
+    (tmp_path / "x.py").write_text("# --8<-- [start:s]\nx = 1\n# --8<-- [end:s]\n")
+    config = {"config_file_path": str(tmp_path / "mkdocs.yml")}
+
+    class Page:
+        class file:
+            src_uri = "p.md"
+
+    md = "It takes [[loc x.py:s]] line.\n```\n[[loc x.py:s]]\n```"
+    assert loc.on_page_markdown(md, Page, config, None).split("\n")[0] == (
+        "It takes 1 line."
+    )
+    assert "[[loc x.py:s]]" in loc.on_page_markdown(md, Page, config, None)  # fenced
+    from mkdocs.exceptions import PluginError
+
+    with pytest.raises(PluginError, match="p.md:1.*'nope' not found"):
+        loc.on_page_markdown("[[loc x.py:nope]]", Page, config, None)
+
+
+# ------------------------------------------------------------ GPU only ---
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["Triton", *GPU_PEERS])
+@pytest.mark.parametrize("n", [1, 1000, 65_539, 2**20 + 3])
+def test_every_framework_matches_on_gpu(name, n, poisoned_outputs):
+    torch.manual_seed(0)
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    out = fw.IMPLEMENTATIONS[name](x, y)
+    torch.cuda.synchronize()
+    assert not torch.isnan(out).any()
+    assert_close(out, x.double() + y.double())
+
+
+@pytest.mark.gpu
+def test_frameworks_share_memory_without_copies():
+    import cupy as cp
+    from numba import cuda
+
+    x = torch.arange(8, dtype=torch.float32, device="cuda")
+    assert cp.from_dlpack(x).data.ptr == x.data_ptr()
+    assert cuda.as_cuda_array(x).device_ctypes_pointer.value == x.data_ptr()
+
+
+def test_runs_as_a_script(tmp_path):
+    import os
+    import subprocess
+
+    env = dict(os.environ)
+    if DEVICE == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    done = subprocess.run(
+        [sys.executable, str(SNIPPETS / "vector_add_frameworks.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Triton: matches PyTorch" in done.stdout
