@@ -18,9 +18,10 @@ count. The runner records the benchmark's ``work`` (bytes for ``bandwidth``,
 FLOPs for ``compute``); the other count comes from the benchmark's ``report()``
 (stored by the runner under ``notes.report``), which may return::
 
-    {"roofline": [{"size": {...}, "dtype": "float32", "flops": F, "bytes": B}, ...]}
+    {"roofline": [{"<param>": ..., "dtype": "float32", "flops": F, "bytes": B}, ...]}
 
-one entry per row (rows may also carry ``flops``/``bytes`` fields themselves).
+one flat entry per row, naming the row's size parameters and dtype (rows may
+also carry ``flops``/``bytes`` fields themselves).
 Kernels without them are listed as not placed, with the reason; with no data
 for the GPU the hook says "not yet measured". Nothing here is typed: every
 number is read from ``data/timings/*.json``.
@@ -102,7 +103,9 @@ def counts(bench: dict, row: dict) -> tuple:
         flops = row["work"]
     report = (bench.get("notes") or {}).get("report") or {}
     for entry in report.get("roofline") or []:
-        if entry.get("size") == row["size"] and entry.get("dtype") == row["dtype"]:
+        if entry.get("dtype") == row["dtype"] and all(
+            entry.get(k) == v for k, v in row["size"].items()
+        ):
             flops = entry.get("flops") if flops is None else flops
             nbytes = entry.get("bytes") if nbytes is None else nbytes
             break

@@ -197,20 +197,24 @@ def occupancy_report() -> dict:
         props = torch.cuda.get_device_properties(0)
         limits["max_warps"] = props.max_threads_per_multi_processor // 32
         limits["regs"] = getattr(props, "regs_per_multiprocessor", limits["regs"])
-    report = {"limits": limits, "kernels": {}}
+    kernels = []
     for num_warps, kernel in sorted(_COMPILED.items()):
         regs = getattr(kernel, "n_regs", None)
         shared = getattr(getattr(kernel, "metadata", None), "shared", 0) or 0
-        report["kernels"][str(num_warps)] = {
-            "num_warps": num_warps,
-            "registers_per_thread": regs,
-            "spills": getattr(kernel, "n_spills", None),
-            "shared_bytes": shared,
-            "resident_warps_per_sm": (
-                resident_warps_per_sm(regs, num_warps, shared, limits) if regs else None
-            ),
-        }
-    return report
+        kernels.append(
+            {
+                "num_warps": num_warps,
+                "registers_per_thread": regs,
+                "spills": getattr(kernel, "n_spills", None),
+                "shared_bytes": shared,
+                "resident_warps_per_sm": (
+                    resident_warps_per_sm(regs, num_warps, shared, limits)
+                    if regs
+                    else None
+                ),
+            }
+        )
+    return {"compiled kernels": kernels, "SM limits used": limits}
 
 
 # -------------------------------------------------------------- roofline ---
@@ -320,15 +324,11 @@ def _fma_flops(size, dtype):
     return 2 * size["iters"] * size["n_elements"]
 
 
-def _zero_flops(size, dtype):
-    return 0  # a copy does no arithmetic: it has no place on a roofline plot
-
-
 def _counts(sizes, dtypes, flops, nbytes):
     """FLOPs and bytes of every row: the roofline plot places a row by their ratio."""
     return [
         {
-            "size": size,
+            **size,
             "dtype": d,
             "flops": flops(size, getattr(torch, d)),
             "bytes": nbytes(size, getattr(torch, d)),
@@ -356,9 +356,6 @@ BENCHMARKS = [
         "make_inputs": _strided_inputs,
         "triton": strided_copy,
         "peers": {"PyTorch eager": strided_copy_ref},
-        "report": lambda: {
-            "roofline": _counts(COALESCING_SIZES, ["float32"], _zero_flops, _copy_bytes)
-        },
     },
     {
         "name": "gpu_latency_hiding",
@@ -371,10 +368,7 @@ BENCHMARKS = [
         "make_inputs": _persistent_inputs,
         "triton": _persistent_triton,
         "peers": {"PyTorch eager": _clone},
-        "report": lambda: {
-            "occupancy": occupancy_report(),
-            "roofline": _counts(HIDING_SIZES, ["float32"], _zero_flops, _copy_bytes),
-        },
+        "report": occupancy_report,
     },
     {
         "name": "gpu_fma_intensity",
