@@ -1,0 +1,265 @@
+"""Softmax of rows too long for one block: tile along the row, online statistics.
+
+Pass 1 walks each slice of a row tile by tile and keeps a running maximum m and
+a running sum d of exp(x - m), rescaling d whenever m grows. Pass 2 merges the
+slices' (m, d) pairs with the same rule and writes exp(x - m) / d. The row is
+read twice and written once, however long it is.
+
+Run it:  TRITON_INTERPRET=1 python snippets/online_softmax.py   (CPU, interpreter)
+         python snippets/online_softmax.py                      (CUDA GPU)
+"""
+
+# --8<-- [start:imports]
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+# --8<-- [end:imports]
+
+
+# --8<-- [start:stats_kernel]
+@triton.jit
+def online_softmax_stats_kernel(
+    x_ptr,  # input, n_rows rows of n_cols values; columns contiguous
+    m_ptr,  # output: float32 (n_rows, n_chunks), running max of each slice
+    d_ptr,  # output: float32 (n_rows, n_chunks), sum of exp(x - m) per slice
+    n_cols,  # length of a row
+    n_chunks,  # slices per row; program pid owns slice pid % n_chunks
+    x_row_stride,  # elements between the starts of two rows of x
+    CHUNK: tl.constexpr,  # columns per slice, a multiple of BLOCK_SIZE
+    BLOCK_SIZE: tl.constexpr,  # columns per tile, a power of two
+):
+    pid = tl.program_id(axis=0)
+    row = pid // n_chunks
+    chunk = pid % n_chunks
+    x_row = x_ptr + row.to(tl.int64) * x_row_stride
+    offsets = tl.arange(0, BLOCK_SIZE)
+    # Every lane keeps its own running max and running sum, for the columns
+    # it sees; the lanes are merged once, after the loop.
+    m = tl.full((BLOCK_SIZE,), -float("inf"), tl.float32)
+    d = tl.zeros((BLOCK_SIZE,), tl.float32)
+    for start in range(0, CHUNK, BLOCK_SIZE):
+        cols = chunk * CHUNK + start + offsets
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=-float("inf"))
+        x = x.to(tl.float32)
+        m_new = tl.maximum(m, x)
+        # While a lane has seen only -inf, m_new is -inf and x - m_new would
+        # be NaN; shifting by 0 instead gives exp(-inf) = 0, the right terms.
+        shift = tl.where(m_new == -float("inf"), 0.0, m_new)
+        d = d * tl.exp(m - shift) + tl.exp(x - shift)
+        m = m_new
+    # Merge the lanes: the same rescaling, all at once.
+    m_slice = tl.max(m, axis=0)
+    shift = tl.where(m_slice == -float("inf"), 0.0, m_slice)
+    d_slice = tl.sum(d * tl.exp(m - shift), axis=0)
+    tl.store(m_ptr + pid, m_slice)
+    tl.store(d_ptr + pid, d_slice)
+
+
+# --8<-- [end:stats_kernel]
+
+
+# --8<-- [start:normalize_kernel]
+@triton.jit
+def online_softmax_normalize_kernel(
+    x_ptr,  # input, as in pass 1
+    out_ptr,  # output, same shape and dtype as x; columns contiguous
+    m_ptr,  # float32 (n_rows, n_chunks), from pass 1
+    d_ptr,  # float32 (n_rows, n_chunks), from pass 1
+    n_cols,  # length of a row
+    n_chunks,  # slices per row
+    x_row_stride,  # elements between the starts of two rows of x
+    out_row_stride,  # elements between the starts of two rows of out
+    CHUNK: tl.constexpr,  # columns per slice, as in pass 1
+    BLOCK_SIZE: tl.constexpr,  # columns per tile
+    CHUNKS_POW2: tl.constexpr,  # a power of two >= n_chunks
+):
+    pid = tl.program_id(axis=0)
+    row = pid // n_chunks
+    chunk = pid % n_chunks
+    # Merge the (m, d) of every slice of this row into the row's own.
+    slices = tl.arange(0, CHUNKS_POW2)
+    in_row = slices < n_chunks
+    m = tl.load(m_ptr + row * n_chunks + slices, mask=in_row, other=-float("inf"))
+    d = tl.load(d_ptr + row * n_chunks + slices, mask=in_row, other=0.0)
+    m_row = tl.max(m, axis=0)
+    shift = tl.where(m_row == -float("inf"), 0.0, m_row)
+    inv_d_row = 1.0 / tl.sum(d * tl.exp(m - shift), axis=0)
+    # Second read of the slice: normalise and write.
+    x_row = x_ptr + row.to(tl.int64) * x_row_stride
+    out_row = out_ptr + row.to(tl.int64) * out_row_stride
+    offsets = tl.arange(0, BLOCK_SIZE)
+    for start in range(0, CHUNK, BLOCK_SIZE):
+        cols = chunk * CHUNK + start + offsets
+        mask = cols < n_cols
+        x = tl.load(x_row + cols, mask=mask, other=-float("inf")).to(tl.float32)
+        # Unshifted m_row: an all -inf row gives NaN, exactly as torch.softmax.
+        y = tl.exp(x - m_row) * inv_d_row
+        tl.store(out_row + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+# --8<-- [end:normalize_kernel]
+
+
+# --8<-- [start:launcher]
+SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+TARGET_PROGRAMS = 1024  # enough programs to keep every SM of a large GPU busy
+
+
+def _num_warps(block_size: int) -> int:
+    # 16 elements per thread, between 1 and 8 warps.
+    return max(1, min(8, block_size // (32 * 16)))
+
+
+def online_softmax(x, out=None, block_size=4096, chunk=None):
+    """Softmax over the last dimension of a 2-D tensor, for rows of any length.
+
+    ``chunk`` is the number of columns one program handles (a power of two,
+    at least ``block_size``); by default it is chosen so that about
+    TARGET_PROGRAMS programs run, and never shorter than one tile.
+    """
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"expected a torch.Tensor, got {type(x).__name__}")
+    if x.device.type != "cuda" and not _interpreting():
+        raise ValueError(
+            f"x is on {x.device}: move it to a CUDA GPU, or set "
+            "TRITON_INTERPRET=1 to run the kernel on the CPU"
+        )
+    if x.dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"unsupported dtype {x.dtype}; use one of {SUPPORTED_DTYPES}")
+    if x.dim() != 2:
+        raise ValueError(f"expected a 2-D tensor (rows, cols), got {x.dim()}-D")
+    if x.shape[1] > 1 and x.stride(1) != 1:
+        raise ValueError(
+            f"the last dimension must be contiguous (stride 1), got stride "
+            f"{x.stride(1)}: call .contiguous() first"
+        )
+    if block_size <= 0 or block_size & (block_size - 1):
+        raise ValueError(f"block_size must be a power of two, got {block_size}")
+    if out is None:
+        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    elif out.shape != x.shape or out.dtype != x.dtype or out.device != x.device:
+        raise ValueError("out must match x in shape, dtype and device")
+    elif out.shape[1] > 1 and out.stride(1) != 1:
+        raise ValueError("out must have a contiguous last dimension (stride 1)")
+    n_rows, n_cols = x.shape
+    if x.numel() == 0:
+        return out
+
+    block_size = min(block_size, triton.next_power_of_2(n_cols))
+    if chunk is None:
+        # Split each row into enough slices that the grid fills the GPU.
+        slices_wanted = triton.cdiv(TARGET_PROGRAMS, n_rows)
+        chunk = triton.next_power_of_2(triton.cdiv(n_cols, slices_wanted))
+        chunk = max(chunk, block_size)
+    elif chunk < block_size or chunk & (chunk - 1):
+        raise ValueError(
+            f"chunk must be a power of two and at least block_size ({block_size}), "
+            f"got {chunk}"
+        )
+    n_chunks = triton.cdiv(n_cols, chunk)
+    m = torch.empty(n_rows, n_chunks, dtype=torch.float32, device=x.device)
+    d = torch.empty(n_rows, n_chunks, dtype=torch.float32, device=x.device)
+    grid = (n_rows * n_chunks,)  # one program per slice of a row
+    warps = _num_warps(block_size)
+    online_softmax_stats_kernel[grid](
+        x, m, d, n_cols, n_chunks, x.stride(0),
+        CHUNK=chunk, BLOCK_SIZE=block_size, num_warps=warps,
+    )
+    online_softmax_normalize_kernel[grid](
+        x, out, m, d, n_cols, n_chunks, x.stride(0), out.stride(0),
+        CHUNK=chunk, BLOCK_SIZE=block_size,
+        CHUNKS_POW2=triton.next_power_of_2(n_chunks), num_warps=warps,
+    )
+    return out
+
+
+def _interpreting() -> bool:
+    # Under TRITON_INTERPRET=1 the kernel runs on the CPU, on CPU tensors.
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
+# --8<-- [end:launcher]
+
+
+# --8<-- [start:reference]
+def softmax_ref(x: torch.Tensor) -> torch.Tensor:
+    """Row softmax in plain PyTorch, computed in float32, rounded to x's dtype."""
+    return torch.softmax(x.float(), dim=-1).to(x.dtype)
+
+
+def online_stats_ref(x: torch.Tensor):
+    """The recurrence, one tile at a time, in plain PyTorch: returns (m, d) per row."""
+    x = x.double()
+    m = torch.full(x.shape[:1], -float("inf"), dtype=x.dtype, device=x.device)
+    d = torch.zeros_like(m)
+    for tile in x.split(256, dim=1):
+        m_new = torch.maximum(m, tile.amax(dim=1))
+        shift = torch.where(m_new == -float("inf"), 0.0, m_new)
+        d = d * torch.exp(m - shift) + torch.exp(tile - shift[:, None]).sum(dim=1)
+        m = m_new
+    return m, d
+
+
+# --8<-- [end:reference]
+
+
+# --8<-- [start:benchmark]
+def _torch_softmax(x):
+    return torch.softmax(x, dim=-1)
+
+
+def _bench_inputs(size: dict, dtype: torch.dtype, device: str):
+    return (torch.randn(size["n_rows"], size["n_cols"], dtype=dtype, device=device),)
+
+
+def _bench_bytes(size: dict, dtype: torch.dtype) -> int:
+    # The algorithm reads x twice and writes out once (the per-slice m and d
+    # are a few bytes per 10**4 elements, left out):
+    # GB/s = 3 * rows * cols * itemsize / s / 1e9
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    return 3 * size["n_rows"] * size["n_cols"] * itemsize
+
+
+# 2**26 elements per call at every row length: 256 MiB of float32 in x.
+_SIZES = [{"n_rows": 2**26 // 2**k, "n_cols": 2**k} for k in range(15, 21)]
+
+BENCHMARK = {
+    "name": "online_softmax",
+    "title": "Online softmax, rows tiled along their length (2 reads + 1 write)",
+    "params": ["n_rows", "n_cols"],
+    "sizes": _SIZES,
+    "dtypes": ["float16", "float32"],
+    "metric": "bandwidth",  # GB/s of the 3 passes, against the copy bandwidth
+    "work": _bench_bytes,
+    "make_inputs": _bench_inputs,
+    "triton": online_softmax,
+    "peers": {"PyTorch eager": _torch_softmax},
+    "compile": "PyTorch eager",
+}
+# --8<-- [end:benchmark]
+
+
+# --8<-- [start:main]
+def main():
+    device = "cuda" if torch.cuda.is_available() and not _interpreting() else "cpu"
+    torch.manual_seed(0)
+    for n_rows, n_cols, chunk in ((1, 1, None), (3, 5000, None), (2, 20_000, 8192)):
+        x = 4 * torch.randn(n_rows, n_cols, device=device)
+        out = online_softmax(x, block_size=1024, chunk=chunk)
+        torch.testing.assert_close(out, softmax_ref(x))
+        print(f"{n_rows} x {n_cols:<6}: matches PyTorch on {device}")
+    if device == "cuda":
+        x = torch.randn(64, 2**20, device=device, dtype=torch.float16)
+        gb = _bench_bytes({"n_rows": 64, "n_cols": 2**20}, x.dtype) / 1e9
+        for label, fn in (("online", online_softmax), ("torch", _torch_softmax)):
+            ms = triton.testing.do_bench(lambda fn=fn: fn(x), return_mode="median")
+            rate = gb / ms * 1e3
+            print(f"64 x 2**20 float16, {label:>6}: {ms:.3f} ms, {rate:.0f} GB/s")
+
+
+if __name__ == "__main__":
+    main()
+# --8<-- [end:main]

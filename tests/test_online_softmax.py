@@ -1,0 +1,268 @@
+"""snippets/online_softmax.py: rows split into tiles and slices, the online
+statistics, edge values, strides, and every input error."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import DEVICE, SNIPPETS, assert_close, load_snippet, poison_
+
+om = load_snippet("online_softmax")
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+INF = float("inf")
+
+
+def expected(x: torch.Tensor) -> torch.Tensor:
+    """torch.softmax in float64: the reference every result is compared with."""
+    return torch.softmax(x.double(), dim=-1)
+
+
+def run(x, **kw):
+    """Launch into a poisoned output, so an unwritten element shows as NaN."""
+    out = poison_(torch.empty(x.shape, dtype=x.dtype, device=x.device))
+    assert om.online_softmax(x, out=out, **kw) is out
+    return out
+
+
+# Small tiles and slices, so that short rows still take many loop trips and
+# several slices per row under the interpreter.
+SPLITS = [
+    dict(block_size=64, chunk=64),  # one tile per slice
+    dict(block_size=64, chunk=256),  # four tiles per slice
+    dict(block_size=256),  # slices chosen by the launcher
+    dict(),  # the defaults the benchmark uses
+]
+SPLIT_IDS = ["tile=slice", "4-tiles", "auto-chunk", "defaults"]
+
+
+# ------------------------------------------------------------- results ---
+SHAPES = [(1, 1), (1, 7), (3, 1000), (2, 3000), (40, 33)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_matches_reference(shape, dtype, seeded):
+    x = (3 * torch.randn(shape, device=DEVICE)).to(dtype)
+    out = run(x, block_size=64, chunk=256)  # several tiles and slices per row
+    assert not torch.isnan(out).any(), "an element was never written"
+    assert_close(out, expected(x))
+
+
+@pytest.mark.parametrize("split", SPLITS, ids=SPLIT_IDS)
+@pytest.mark.parametrize("shape", [(1, 7), (2, 3000), (40, 33)], ids=str)
+def test_every_tiling_covers_every_element(shape, split, seeded):
+    x = (3 * torch.randn(shape, device=DEVICE)).half()
+    out = run(x, **split)
+    assert not torch.isnan(out).any(), "an element was never written"
+    assert_close(out, expected(x))
+
+
+def test_long_row_in_many_slices(seeded):
+    # 40 000 columns in slices of 4096: 10 slices, not a power of two.
+    x = torch.randn(2, 40_000, device=DEVICE) * 5
+    out = run(x, block_size=1024, chunk=4096)
+    assert_close(out, expected(x))
+    torch.testing.assert_close(out.sum(dim=1), torch.ones(2, device=DEVICE))
+
+
+class _GridSpy:
+    """Stands in for a jit kernel: records each launch grid, then launches."""
+
+    def __init__(self, kernel):
+        self.kernel, self.grids = kernel, []
+
+    def __getitem__(self, grid):
+        self.grids.append(grid)
+        return self.kernel[grid]
+
+
+@pytest.mark.parametrize(
+    "target, shape, programs",
+    [(8, (2, 5000), 6), (8, (20, 5000), 20), (1024, (2, 5000), 6)],
+    ids=["few-rows-split", "many-rows-whole", "never-below-one-tile"],
+)
+def test_automatic_chunk_fills_the_grid(monkeypatch, target, shape, programs, seeded):
+    # Few long rows are cut into slices until about TARGET_PROGRAMS programs
+    # run; many rows keep one slice each; a slice is never shorter than a tile.
+    spy = _GridSpy(om.online_softmax_stats_kernel)
+    monkeypatch.setattr(om, "online_softmax_stats_kernel", spy)
+    monkeypatch.setattr(om, "TARGET_PROGRAMS", target)
+    x = torch.randn(shape, device=DEVICE)
+    out = run(x, block_size=2048)
+    assert spy.grids == [(programs,)]
+    assert_close(out, expected(x))
+
+
+def triton_cdiv(a, b):
+    return -(-a // b)
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (3, 0)], ids=str)
+def test_empty_input(shape):
+    x = torch.empty(shape, device=DEVICE)
+    assert torch.equal(om.online_softmax(x), torch.softmax(x, dim=-1))
+
+
+# ----------------------------------------------------- the recurrence ---
+@pytest.mark.parametrize("chunk", [64, 256, 1024])
+def test_stats_kernel_computes_max_and_rescaled_sum(chunk, seeded):
+    # Pass 1 alone: merging its per-slice (m, d) must give the row's max and
+    # sum of exp(x - max), whatever the slicing.
+    x = torch.randn(3, 1000, device=DEVICE) * 20
+    n_chunks = triton_cdiv(1000, chunk)
+    m = torch.empty(3, n_chunks, device=DEVICE)
+    d = torch.empty(3, n_chunks, device=DEVICE)
+    om.online_softmax_stats_kernel[(3 * n_chunks,)](
+        x, m, d, 1000, n_chunks, x.stride(0), CHUNK=chunk, BLOCK_SIZE=64
+    )
+    row_max = x.double().amax(dim=1)
+    assert torch.equal(m.amax(dim=1).double(), row_max)
+    merged = (d.double() * torch.exp(m.double() - row_max[:, None])).sum(dim=1)
+    reference = torch.exp(x.double() - row_max[:, None]).sum(dim=1)
+    torch.testing.assert_close(merged, reference, rtol=1e-5, atol=0)
+
+
+def test_reference_recurrence_matches_the_direct_formula(seeded):
+    x = torch.randn(4, 1000) * 30
+    x[1, :600] = -INF  # the first tiles of this row hold only -inf
+    m, d = om.online_stats_ref(x)
+    direct_m = x.double().amax(dim=1)
+    torch.testing.assert_close(m, direct_m)
+    torch.testing.assert_close(d, torch.exp(x.double() - direct_m[:, None]).sum(dim=1))
+
+
+# --------------------------------------------------------- edge values ---
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_infinities_behave_like_torch(dtype, seeded):
+    x = torch.randn(5, 600, device=DEVICE)
+    x[0] = -INF  # all -inf: NaN row, as torch.softmax gives
+    x[1, 300] = INF  # one +inf: NaN row (inf - inf), as torch.softmax gives
+    x[2, :512] = -INF  # the whole first slice -inf, finite values later
+    x[3, :599] = -INF  # one finite value at the very end: probability 1
+    x[4, ::2] = -INF  # every other lane -inf in every tile
+    x = x.to(dtype)
+    torch_result = torch.softmax(x.float(), dim=-1)
+    assert torch.isnan(torch_result[:2]).all()
+    out = run(x, block_size=64, chunk=256)
+    assert torch.isnan(out[:2]).all()
+    assert not torch.isnan(out[2:]).any()
+    assert_close(out, expected(x))
+    assert out[3, 599] == 1
+
+
+@pytest.mark.parametrize(
+    "dtype, big", [(torch.float16, 1e4), (torch.bfloat16, 1e30), (torch.float32, 3e38)],
+    ids=["float16", "bfloat16", "float32"],
+)
+def test_huge_magnitudes_do_not_overflow(dtype, big, seeded):
+    x = (2 * torch.rand(4, 700, device=DEVICE) - 1) * big
+    x[0] = -big
+    x[0, 650] = big  # the maximum arrives in the last slice
+    x[1] = big  # a constant row: uniform
+    x[2, :10] = big * torch.linspace(-1, 1, 10)  # rescaling by exp(-2 * big) = 0
+    x = x.to(dtype)
+    out = run(x, block_size=64, chunk=128)
+    assert not torch.isnan(out).any()
+    assert_close(out, expected(x))
+    assert out[0, 650] == 1
+    assert_close(out[1], torch.full((700,), 1 / 700, dtype=torch.float64))
+
+
+# ------------------------------------------------------------ strides ---
+def test_strided_rows_and_guarded_output(seeded):
+    base = torch.randn(12, 900, device=DEVICE)
+    x = base[::3, 50:850]  # row stride 2700, 800 columns
+    buffer = poison_(torch.empty(4, 1024, device=DEVICE))
+    out = buffer[:, :800]
+    om.online_softmax(x, out=out, block_size=64, chunk=256)
+    assert_close(out, expected(x))
+    assert torch.isnan(buffer[:, 800:]).all(), "wrote past the end of a row"
+
+
+def test_does_not_write_past_the_end(seeded):
+    x = torch.randn(3, 1000, device=DEVICE)
+    buffer = poison_(torch.empty(3000 + 2048, device=DEVICE))
+    om.online_softmax(x, out=buffer[:3000].view(3, 1000), block_size=256, chunk=512)
+    assert torch.isnan(buffer[3000:]).all()
+    assert_close(buffer[:3000].view(3, 1000), expected(x))
+
+
+# ----------------------------------------------------------- bad input ---
+@pytest.mark.parametrize(
+    "make, error, message",
+    [
+        (lambda: [[1.0, 2.0]], TypeError, "torch.Tensor"),
+        (lambda: torch.randn(4, 8).double(), TypeError, "unsupported dtype"),
+        (lambda: torch.ones(4, 8, dtype=torch.int64), TypeError, "unsupported dtype"),
+        (lambda: torch.randn(8), ValueError, "2-D"),
+        (lambda: torch.randn(2, 4, 8), ValueError, "2-D"),
+        (lambda: torch.randn(8, 8)[:, ::2], ValueError, "stride 1"),
+        (lambda: torch.randn(8, 8).t(), ValueError, "stride 1"),
+    ],
+    ids=["list", "float64", "int64", "1-D", "3-D", "column-stride", "transposed"],
+)
+def test_bad_input_is_rejected(make, error, message):
+    x = make()
+    if isinstance(x, torch.Tensor):
+        x = x.to(DEVICE)
+    with pytest.raises(error, match=message):
+        om.online_softmax(x)
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(block_size=1000), "block_size must be a power of two"),
+        (dict(block_size=0), "block_size must be a power of two"),
+        (dict(block_size=64, chunk=32), "chunk must be a power of two"),
+        (dict(block_size=64, chunk=96), "chunk must be a power of two"),
+    ],
+)
+def test_bad_tiling_is_rejected(kw, message):
+    with pytest.raises(ValueError, match=message):
+        om.online_softmax(torch.randn(4, 300, device=DEVICE), **kw)
+
+
+def test_bad_out_is_rejected():
+    x = torch.randn(4, 8, device=DEVICE)
+    with pytest.raises(ValueError, match="out must match"):
+        om.online_softmax(x, out=torch.empty(4, 9, device=DEVICE))
+    with pytest.raises(ValueError, match="out must match"):
+        om.online_softmax(x, out=torch.empty(4, 8, device=DEVICE, dtype=torch.bfloat16))
+    with pytest.raises(ValueError, match="out must have a contiguous last"):
+        om.online_softmax(x, out=torch.empty(4, 16, device=DEVICE)[:, ::2])
+
+
+def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
+        om.online_softmax(torch.randn(4, 8))
+
+
+# ----------------------------------------------------------- benchmark ---
+def test_benchmark_description_is_complete(seeded):
+    bench = om.BENCHMARK
+    assert bench["name"] == "online_softmax" and bench["metric"] == "bandwidth"
+    assert next(iter(bench["peers"])) == "PyTorch eager"
+    n_cols = [s["n_cols"] for s in bench["sizes"]]
+    assert min(n_cols) == 32_768 and max(n_cols) == 1_048_576
+    for size in bench["sizes"]:  # every size moves the same number of bytes
+        assert bench["work"](size, torch.float32) == 3 * 4 * 2**26
+    (x,) = bench["make_inputs"]({"n_rows": 3, "n_cols": 5000}, torch.float32, DEVICE)
+    assert_close(bench["triton"](x), expected(x))
+    assert_close(bench["peers"]["PyTorch eager"](x), expected(x))
+
+
+def test_runs_as_a_script(tmp_path):
+    env = dict(os.environ)
+    if DEVICE == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    done = subprocess.run(
+        [sys.executable, str(SNIPPETS / "online_softmax.py")],
+        capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "2 x 20000 : matches PyTorch" in done.stdout
