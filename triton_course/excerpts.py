@@ -112,12 +112,13 @@ def _matmul_spec() -> KernelSpec | None:
     # sizes are i32, UPPER_CASE are constexpr tile sizes.
     tiles = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64,
              "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_SIZE_M": 8,
-             "GROUP_M": 8}  # fmt: skip
+             "GROUP_M": 8, "INPUT_PRECISION": "tf32", "UPCAST": False}  # fmt: skip
+    constexpr_names = {p.name for p in kernel.params if p.is_constexpr}
     for p in inspect.signature(fn).parameters.values():
         if p.name.endswith("_ptr"):
             signature[p.name] = "*fp16"
             aligned.append(p.name)
-        elif p.name.isupper() or p.default is not inspect.Parameter.empty:
+        elif p.name in constexpr_names:
             signature[p.name] = "constexpr"
             if p.name in tiles:
                 constexprs[p.name] = tiles[p.name]
@@ -127,7 +128,9 @@ def _matmul_spec() -> KernelSpec | None:
                 return None  # an unknown constexpr: leave the excerpt out
         else:
             signature[p.name] = "i32"
-            if not p.name.startswith("stride_") or p.name.endswith(("k", "n")):
+            # sizes and row strides of 4096-sized matrices are multiples of 16;
+            # unit strides (stride_ak, stride_bn, stride_cn) are 1
+            if p.name not in ("stride_ak", "stride_bn", "stride_cn"):
                 aligned.append(p.name)
     return KernelSpec(
         name="matmul",
@@ -140,6 +143,7 @@ def _matmul_spec() -> KernelSpec | None:
         + ", ".join(f"{k}={v}" for k, v in constexprs.items() if k in tiles)
         + ", num_warps=8, num_stages=3",
         stages=("ptx", "sass"),
+        grep=r"wgmma|HGMMA|mma",
         options={"num_warps": 8, "num_stages": 3},
     )
 
@@ -314,6 +318,10 @@ def trim_ptx(text: str, kernel: str, grep: str = "") -> list[str]:
     drop = ("//", ".loc", "$L__", ".file")
     body = [line for line in body if line.strip() and not line.strip().startswith(drop)]
     body = [re.sub(r"(\S)\t+", r"\1 ", line).replace("\t", "    ") for line in body]
+    # a 64-register accumulator list reads better as its first and last names
+    body = [
+        re.sub(r"\{(%r\d+),(?:%r\d+,)+(%r\d+)\}", r"{\1, ..., \2}", ln) for ln in body
+    ]
     if grep:
         body = [line for line in body if re.search(grep, line)]
         return collapse_runs("ptx", body, keep=4)
@@ -418,9 +426,12 @@ def excerpts(spec: KernelSpec) -> dict[str, str]:
 
 def specs() -> list[KernelSpec]:
     found = [VECTOR_ADD, VECTOR_ADD_RAGGED]
-    matmul = _matmul_spec()
-    if matmul is not None:
-        found.append(matmul)
+    # The GEMM excerpt is built once someone has committed it (build --matmul):
+    # until then snippets/matmul.py may still be changing under its author.
+    if (EXCERPTS_DIR / "matmul.ptx.txt").exists():
+        matmul = _matmul_spec()
+        if matmul is not None:
+            found.append(matmul)
     return found
 
 
@@ -468,6 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=["build", "check"])
     parser.add_argument("--out", type=Path, default=EXCERPTS_DIR, help="build here")
+    parser.add_argument("--matmul", action="store_true", help="add snippets/matmul.py")
     args = parser.parse_args(argv)
     if os.environ.get("TRITON_INTERPRET") == "1":
         # @triton.jit would hand back interpreter functions, which do not compile
@@ -475,7 +487,10 @@ def main(argv: list[str] | None = None) -> int:
             "unset TRITON_INTERPRET: this runs the compiler, not the interpreter"
         )
     if args.command == "build":
-        for path in build(args.out):
+        only = specs()
+        if args.matmul and not any(s.name == "matmul" for s in only):
+            only += [s for s in [_matmul_spec()] if s is not None]
+        for path in build(args.out, only):
             print(f"wrote {path}")
         return 0
     problems = check()
