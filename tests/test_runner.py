@@ -513,3 +513,23 @@ def test_only_runs_the_notebooks_built_from_the_measured_snippet(repo):
     do_run(repo, only="other", skip_notebooks=False)  # a notebook alone
     assert "ran other" in _outputs(nb_dir / "other.ipynb")
     assert (repo / "data" / "fake-test-gpu.json").read_bytes() == data
+
+
+def test_written_files_are_readable_like_any_other(repo):
+    do_run(repo)
+    for path in (repo / "data").iterdir():
+        assert path.stat().st_mode & 0o044 == 0o044  # not mkstemp's 0600
+
+
+def test_skip_tests_refuses_to_write_into_the_repository(repo):
+    env = fake_env()
+    env.fake = False  # as if on a GPU: --skip-tests alone must still refuse
+    with pytest.raises(RunnerError, match="--skip-tests"):
+        cli.run(
+            repo,
+            REPO_ROOT / "data" / "timings",
+            repo / "plots",
+            repo / "notebooks",
+            env=env,
+            skip_tests=True,
+        )

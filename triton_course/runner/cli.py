@@ -55,6 +55,7 @@ class Stage:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
                 temps.append((tmp, path))
+                os.chmod(tmp, _mode_for(path))
                 with os.fdopen(fd, "wb") as handle:
                     handle.write(data)
                     handle.flush()
@@ -66,6 +67,15 @@ class Stage:
         for tmp, path in temps:
             os.replace(tmp, path)
         return [path for _, path in temps]
+
+
+def _mode_for(path: Path) -> int:
+    """Keep an existing file's mode; a new one gets 0o666 less the umask."""
+    if path.exists():
+        return path.stat().st_mode & 0o777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 # ------------------------------------------------------------ correctness ---
@@ -156,16 +166,22 @@ def _rel(path: Path, root: Path) -> str:
         return str(Path(path).resolve())
 
 
-def _refuse_repo_paths(env: Environment, paths: list[Path]) -> None:
-    """A fake (test) environment may only ever write outside the repository."""
-    if not env.fake:
+def _refuse_repo_paths(env: Environment, paths: list[Path], skip_tests: bool) -> None:
+    """A fake (test) environment, or a run that skipped the correctness
+    checks, may only ever write outside the repository."""
+    if not (env.fake or skip_tests):
         return
+    why = (
+        "this run has no CUDA GPU (fake timer)"
+        if env.fake
+        else "--skip-tests was given (a diagnostic run)"
+    )
     for path in paths:
         resolved = Path(path).resolve()
         if resolved == REPO_ROOT or REPO_ROOT in resolved.parents:
             raise RunnerError(
-                f"refusing to write {path}: this run has no CUDA GPU (fake timer), "
-                "and its numbers must never reach the repository's data"
+                f"refusing to write {path}: {why}, and its numbers must never "
+                "reach the repository's data"
             )
 
 
@@ -192,6 +208,7 @@ def run(
     only: str | None = None,
     skip_notebooks: bool = False,
     skip_captures: bool = False,
+    skip_tests: bool = False,
     commit: str | None = None,
     env: Environment | None = None,
     check=None,
@@ -204,7 +221,7 @@ def run(
     started = time.time()
     repo_root = Path(repo_root)
     env = env or cuda_environment(repo_root, commit)
-    _refuse_repo_paths(env, [data_dir, plots_dir, notebooks_dir])
+    _refuse_repo_paths(env, [data_dir, plots_dir, notebooks_dir], skip_tests)
     log(f"GPU: {env.gpu['name']} ({env.gpu['sm_count']} SMs), slug {env.gpu['slug']}")
 
     notebooks = [] if skip_notebooks else D.notebook_files(notebooks_dir)
@@ -232,7 +249,9 @@ def run(
     existing = T.load_file(data_path) if data_path.exists() else None
 
     # 1. correctness on the GPU
-    if check is None:
+    if skip_tests:
+        log("correctness: SKIPPED (--skip-tests): writing outside the repository only")
+    elif check is None:
         tests = select_tests(repo_root / "tests", tested, gpu_marked=not only)
         run_pytest(repo_root, tests)
     else:
@@ -254,9 +273,11 @@ def run(
         for desc in s.benchmarks:
             n_rows = len(desc["sizes"]) * len(desc["dtypes"])
             log(f"benchmark {desc['name']}: {n_rows} rows")
+            t0 = time.time()
             records[desc["name"]] = measure_benchmark(
                 desc, _rel(s.path, repo_root), sha, env, rooflines[desc["metric"]]
             )
+            log(f"benchmark {desc['name']}: done in {time.time() - t0:.1f} s")
         if T.sha256_of(s.path) != sha:
             raise RunnerError(f"{s.path} changed while it was being measured")
 
@@ -265,6 +286,7 @@ def run(
     if not skip_captures:
         for s in snippets:
             for name, spec in s.captures.items():
+                t0 = time.time()
                 kind, text = run_capture(name, spec, s.path, repo_root)
                 captures[name] = {
                     "snippet": _rel(s.path, repo_root),
@@ -273,7 +295,8 @@ def run(
                     "text": text,
                     "provenance": dict(env.provenance),
                 }
-                log(f"capture {name}: {len(text.splitlines())} lines")
+                lines = len(text.splitlines())
+                log(f"capture {name}: {lines} lines in {time.time() - t0:.1f} s")
 
     # 5. the data file and the plots, then write everything at once
     if records or captures or not only:
@@ -355,6 +378,11 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--skip-notebooks", action="store_true")
     r.add_argument("--skip-captures", action="store_true")
+    r.add_argument(
+        "--skip-tests",
+        action="store_true",
+        help="diagnostics only: refuses to write inside the repository",
+    )
     r.add_argument("--commit", help="the commit measured, where git is unavailable")
     s = sub.add_parser("stale", help="list stale or missing timing data; exit 1 if any")
     s.add_argument("--data-dir", type=Path, default=REPO_ROOT / "data" / "timings")
@@ -381,6 +409,7 @@ def main(argv=None) -> int:
             only=args.only,
             skip_notebooks=args.skip_notebooks,
             skip_captures=args.skip_captures,
+            skip_tests=args.skip_tests,
             commit=args.commit,
         )
         return 0
