@@ -110,3 +110,12 @@ def test_runs_of_look_alike_lines_are_collapsed():
     assert (
         out[:2] == lines[:2] and "6 more like this" in out[2] and out[3] == "    ret;"
     )
+
+
+def test_committed_matmul_excerpt_shows_tensor_core_instructions():
+    # Built with `build --matmul` from snippets/matmul.py (tl.dot on sm_90).
+    ptx, sass = ex.EXCERPTS_DIR / "matmul.ptx.txt", ex.EXCERPTS_DIR / "matmul.sass.txt"
+    assert re.search(
+        r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.f16\.f16", ptx.read_text()
+    )
+    assert re.search(r"HGMMA\.64x\d+x16\.F32", sass.read_text())
