@@ -128,6 +128,14 @@ def test_module_navigation_follows_a_reordered_nav(tmp_path):
     assert "Next:" not in page("alpha").split("<hr")[0]
 
 
+def _snippet_base_paths():
+    config = yaml.safe_load((REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    for ext in config["markdown_extensions"]:
+        if isinstance(ext, dict) and "pymdownx.snippets" in ext:
+            return [REPO_ROOT / p for p in ext["pymdownx.snippets"]["base_path"]]
+    raise AssertionError("pymdownx.snippets is not configured")
+
+
 def _includes():
     for md in DOCS.rglob("*.md"):
         for target in INCLUDE_RE.findall(md.read_text(encoding="utf-8")):
@@ -142,7 +150,7 @@ def test_every_embedded_section_exists():
     found = 0
     for md, target in _includes():
         name, _, section = target.partition(":")
-        candidates = [SNIPPETS / name, DOCS / "assets" / "excerpts" / name]
+        candidates = [base / name for base in _snippet_base_paths()]
         path = next((c for c in candidates if c.is_file()), None)
         assert path, f"{md.relative_to(REPO_ROOT)} embeds missing file {name}"
         if section:
