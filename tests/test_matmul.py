@@ -1,0 +1,275 @@
+"""snippets/matmul.py: awkward shapes, dtypes, strided inputs, every input error.
+
+Under the interpreter tl.dot runs in NumPy, so tiles stay small (16 or 32) and
+so do the matrices: the whole module takes well under a minute on a CPU.
+"""
+
+import pytest
+import torch
+from conftest import DEVICE, TOLERANCES, assert_close, load_snippet, poison_
+
+mm = load_snippet("matmul")
+
+SMALL = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}
+MIXED = {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 32, "GROUP_M": 3}
+SHAPES = [(1, 1, 1), (7, 13, 5), (65, 33, 17), (130, 70, 90), (16, 16, 16)]
+DTYPES = [torch.float16, torch.bfloat16, torch.float32]
+
+
+def product_tolerance(dtype, k):
+    """Tolerance for a K-long dot product rounded once to ``dtype``.
+
+    The kernel accumulates in float32, so its error is the final rounding to
+    the output dtype (TOLERANCES) plus float32 summation error, which grows
+    with K; inputs are rounded identically on both sides. float32 inputs keep
+    full precision because the launcher asks tl.dot for "ieee" (not tf32).
+    """
+    tol = dict(TOLERANCES[dtype])
+    if dtype == torch.float32:
+        tol = {"atol": 1e-5 * max(1, k) ** 0.5, "rtol": 1e-5}
+    return tol
+
+
+def rand(*shape, dtype=torch.float32):
+    return torch.randn(*shape, device=DEVICE).to(dtype)
+
+
+def expected(a, b):
+    return a.double() @ b.double()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("m, n, k", SHAPES, ids=lambda s: str(s))
+def test_matches_reference(m, n, k, dtype, seeded):
+    a, b = rand(m, k, dtype=dtype), rand(k, n, dtype=dtype)
+    out = poison_(torch.empty(m, n, device=DEVICE, dtype=dtype))
+    result = mm.matmul(a, b, out=out, config=SMALL)
+    assert result is out
+    assert not torch.isnan(out).any(), "an element was never written"
+    assert_close(out, expected(a, b), **product_tolerance(dtype, k))
+
+
+@pytest.mark.parametrize("config", [SMALL, MIXED, mm.INTERPRETER_CONFIG], ids=str)
+def test_block_shapes_and_groups(config, seeded):
+    # 9 x 5 tiles of 16: GROUP_M = 2 and 3 leave a short last group.
+    a, b = rand(130, 90, dtype=torch.float16), rand(90, 70, dtype=torch.float16)
+    out = mm.matmul(
+        a,
+        b,
+        out=poison_(torch.empty(130, 70, device=DEVICE, dtype=torch.float16)),
+        config=config,
+    )
+    assert_close(out, expected(a, b))
+
+
+def test_default_config_runs_without_autotuning(seeded):
+    # On a GPU config=None autotunes; under the interpreter it falls back to
+    # INTERPRETER_CONFIG, so the plain call must work on a laptop too.
+    a, b = rand(40, 24, dtype=torch.float16), rand(24, 50, dtype=torch.float16)
+    assert_close(mm.matmul(a, b), expected(a, b))
+
+
+@pytest.mark.parametrize(
+    "layout", ["a_transposed", "b_transposed", "both_transposed", "sliced"]
+)
+def test_strided_inputs_are_read_in_place(layout, seeded):
+    m, n, k = 33, 20, 47
+    dt = torch.float16
+    if layout == "a_transposed":
+        a, b = rand(k, m, dtype=dt).t(), rand(k, n, dtype=dt)
+    elif layout == "b_transposed":
+        a, b = rand(m, k, dtype=dt), rand(n, k, dtype=dt).t()
+    elif layout == "both_transposed":
+        a, b = rand(k, m, dtype=dt).t(), rand(n, k, dtype=dt).t()
+    else:  # every other row and column of bigger matrices
+        a, b = rand(2 * m, 2 * k, dtype=dt)[::2, ::2], rand(k, 3 * n, dtype=dt)[:, ::3]
+    assert not (a.is_contiguous() and b.is_contiguous())
+    out = mm.matmul(a, b, config=SMALL)
+    assert_close(out, expected(a, b))
+
+
+def test_writes_into_a_strided_out(seeded):
+    a, b = rand(20, 10, dtype=torch.float16), rand(10, 30, dtype=torch.float16)
+    buffer = poison_(torch.empty(30, 20, device=DEVICE, dtype=torch.float16))
+    mm.matmul(a, b, out=buffer.t(), config=SMALL)  # column-major C
+    assert_close(buffer.t(), expected(a, b))
+
+
+def test_does_not_write_past_the_edges(seeded):
+    # C is the top-left corner of a poisoned buffer: a store without its mask
+    # would spill into the guard columns to the right and the rows below.
+    m, n, k = 37, 21, 19
+    a, b = rand(m, k), rand(k, n)
+    buffer = poison_(torch.empty(m + 16, n + 16, device=DEVICE))
+    mm.matmul(a, b, out=buffer[:m, :n], config=SMALL)
+    assert torch.isnan(buffer[m:, :]).all() and torch.isnan(buffer[:, n:]).all()
+    assert_close(buffer[:m, :n], expected(a, b), **product_tolerance(torch.float32, k))
+
+
+def test_masked_k_tail_reads_zeros(seeded):
+    # K = 17 with BLOCK_K = 16: the second step sees one real column. A and B
+    # are views into buffers whose extra columns/rows hold NaN, so reading
+    # past K without the mask (or without other=0.0) would poison C.
+    m, n, k = 24, 24, 17
+    a_buf = torch.full((m, 32), float("nan"), device=DEVICE)
+    b_buf = torch.full((32, n), float("nan"), device=DEVICE)
+    a_buf[:, :k] = torch.randn(m, k, device=DEVICE)
+    b_buf[:k] = torch.randn(k, n, device=DEVICE)
+    out = mm.matmul(a_buf[:, :k], b_buf[:k], config=SMALL)
+    assert_close(out, expected(a_buf[:, :k], b_buf[:k]), atol=1e-5 * 5, rtol=1e-5)
+
+
+def test_empty_and_zero_k(seeded):
+    assert mm.matmul(rand(0, 5), rand(5, 3), config=SMALL).shape == (0, 3)
+    assert mm.matmul(rand(4, 5), rand(5, 0), config=SMALL).shape == (4, 0)
+    out = poison_(torch.empty(6, 7, device=DEVICE))
+    mm.matmul(rand(6, 0), rand(0, 7), out=out, config=SMALL)  # empty sum = 0
+    assert torch.equal(out, torch.zeros(6, 7, device=DEVICE))
+
+
+def test_large_magnitudes_accumulate_in_float32(seeded):
+    # Sums that overflow float16 midway but not at the end: 64 products of
+    # 200 * 200 would reach 2.56e6 in float16 partial sums (max 65504) if
+    # the accumulator were half precision; half of them cancel.
+    k = 64
+    a = torch.full((16, k), 200.0, device=DEVICE, dtype=torch.float16)
+    b = torch.full((k, 16), 200.0, device=DEVICE, dtype=torch.float16)
+    b[k // 2 :] = -200.0
+    b[-1] = -199.0  # result: 200 * 1 = 200 per element
+    out = mm.matmul(a, b, config=SMALL)
+    assert torch.isfinite(out).all()
+    assert_close(out, expected(a, b))
+
+
+def test_reference_is_torch_matmul():
+    a, b = torch.eye(3), torch.arange(9.0).reshape(3, 3)
+    assert torch.equal(mm.matmul_ref(a, b), b)
+
+
+# ------------------------------------------------------------ bad input ---
+@pytest.mark.parametrize(
+    "make, error, message",
+    [
+        (lambda: ([[1.0]], [[2.0]]), TypeError, "torch.Tensor"),
+        (lambda: (rand(4), rand(4, 2)), ValueError, "2-D"),
+        (lambda: (rand(2, 3, 4), rand(4, 2)), ValueError, "2-D"),
+        (lambda: (rand(4, 3), rand(4, 2)), ValueError, "inner dimensions"),
+        (lambda: (rand(4, 3), rand(3, 2, dtype=torch.float16)), TypeError, "dtypes"),
+        (lambda: (rand(4, 3).double(), rand(3, 2).double()), TypeError, "unsupported"),
+        (
+            lambda: (rand(4, 3).to(torch.int8), rand(3, 2).to(torch.int8)),
+            TypeError,
+            "unsupported",
+        ),
+    ],
+    ids=["not-tensors", "1-D", "3-D", "inner-dims", "mixed-dtypes", "float64", "int8"],
+)
+def test_bad_input_is_rejected(make, error, message):
+    a, b = make()
+    with pytest.raises(error, match=message):
+        mm.matmul(a, b, config=SMALL)
+
+
+def test_bad_out_is_rejected():
+    a, b = rand(4, 3), rand(3, 2)
+    for out in (rand(2, 4), rand(4, 2, dtype=torch.float16), rand(8)):
+        with pytest.raises(ValueError, match="out must be"):
+            mm.matmul(a, b, out=out, config=SMALL)
+
+
+def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
+        mm.matmul(torch.randn(4, 3), torch.randn(3, 2))
+
+
+@pytest.mark.gpu  # needs a CUDA device beside the CPU
+def test_mixed_devices_are_rejected():
+    with pytest.raises(ValueError, match="is on"):
+        mm.matmul(torch.randn(4, 3, device="cuda"), torch.randn(3, 2))
+
+
+# ------------------------------------------------------------- autotune ---
+def test_autotune_configs_are_valid():
+    # Every candidate must name the kernel's block parameters and keep the
+    # tiles tl.dot can use (>= 16 per side, powers of two).
+    assert 1 <= len(mm.CONFIGS) <= 8
+    for cfg in mm.CONFIGS:
+        assert set(cfg.kwargs) == {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"}
+        for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K"):
+            v = cfg.kwargs[name]
+            assert v >= 16 and v & (v - 1) == 0
+    assert mm.matmul_kernel_autotuned.keys == ["M", "N", "K"]
+    ungrouped = mm.matmul_kernel_ungrouped.configs
+    assert all(c.kwargs["GROUP_M"] == 1 for c in ungrouped)
+
+
+@pytest.mark.parametrize("index", range(len(mm.CONFIGS)))
+def test_each_autotune_config_computes_the_product(index, seeded):
+    # The autotuner cannot run here ("0 active drivers"), so launch the raw
+    # kernel with each of its configs in turn, on a shape none divides.
+    cfg = mm.CONFIGS[index]
+    meta = dict(cfg.kwargs, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    if DEVICE == "cpu":  # big tiles are slow in NumPy: keep the problem small
+        a, b = rand(70, 65, dtype=torch.float16), rand(65, 33, dtype=torch.float16)
+    else:
+        a, b = rand(300, 200, dtype=torch.float16), rand(200, 333, dtype=torch.float16)
+    out = mm.matmul(a, b, config=meta)
+    assert_close(out, expected(a, b))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_autotuned_kernel_on_gpu(dtype, seeded):
+    a, b = rand(1000, 777, dtype=dtype), rand(777, 555, dtype=dtype)
+    out = poison_(torch.empty(1000, 555, device="cuda", dtype=dtype))
+    mm.matmul(a, b, out=out)
+    assert_close(out, expected(a, b), **product_tolerance(dtype, 777))
+    assert mm.matmul_kernel_autotuned.best_config is not None
+    mm.matmul(a, b, kernel=mm.matmul_kernel_ungrouped)
+
+
+@pytest.mark.gpu
+def test_float32_is_not_tf32_on_gpu(seeded):
+    # tf32 keeps 10 mantissa bits: with it, this K = 1024 product would miss
+    # the float32 tolerance by orders of magnitude.
+    a, b = rand(128, 1024), rand(1024, 128)
+    assert_close(
+        mm.matmul(a, b), expected(a, b), **product_tolerance(torch.float32, 1024)
+    )
+
+
+def test_benchmark_description():
+    names = [bench["name"] for bench in mm.BENCHMARKS]
+    assert len(set(names)) == len(names)
+    for bench in mm.BENCHMARKS:
+        size = bench["sizes"][0]
+        assert set(size) == set(bench["params"]) == {"M", "N", "K"}
+        assert (
+            bench["work"](size, torch.float16) == 2 * size["M"] * size["N"] * size["K"]
+        )
+        a, b = bench["make_inputs"]({"M": 3, "N": 5, "K": 4}, torch.float16, DEVICE)
+        assert a.shape == (3, 4) and b.shape == (4, 5)
+        assert "cuBLAS" in bench["peers"]
+
+
+def test_runs_as_a_script(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import SNIPPETS
+
+    env = dict(os.environ)
+    if DEVICE == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    done = subprocess.run(
+        [sys.executable, str(SNIPPETS / "matmul.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "130x90 @ 90x70: matches PyTorch" in done.stdout

@@ -1,0 +1,222 @@
+"""snippets/matmul_tma.py: TMA descriptors and the persistent loop, on CPU and GPU.
+
+Tensor descriptors need rows of a multiple of 16 bytes, so K and N here are
+multiples of 8 (fp16/bf16) or 4 (fp32); M, the row count, is free. On a GPU
+these tests need compute capability 9.0 (Hopper) or newer.
+"""
+
+import pytest
+import torch
+from conftest import DEVICE, TOLERANCES, assert_close, load_snippet, poison_
+
+mt = load_snippet("matmul_tma")
+
+if DEVICE == "cuda" and torch.cuda.get_device_capability()[0] < 9:
+    pytest.skip("TMA needs an sm_90+ GPU", allow_module_level=True)
+
+SMALL = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}
+SHAPES = [(1, 8, 8), (7, 16, 24), (65, 40, 24), (130, 72, 56)]
+DTYPES = [torch.float16, torch.bfloat16, torch.float32]
+
+
+def rand(*shape, dtype=torch.float32):
+    return torch.randn(*shape, device=DEVICE).to(dtype)
+
+
+def expected(a, b):
+    return a.double() @ b.double()
+
+
+def tolerance(dtype, k):
+    # As in test_matmul.py: float32 accumulation, "ieee" for float32 inputs,
+    # so the only extra error over TOLERANCES is float32 summation along K.
+    if dtype == torch.float32:
+        return {"atol": 1e-5 * max(1, k) ** 0.5, "rtol": 1e-5}
+    return dict(TOLERANCES[dtype])
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["per-tile", "persistent"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("m, n, k", SHAPES, ids=str)
+def test_matches_reference(m, n, k, dtype, persistent, seeded):
+    a, b = rand(m, k, dtype=dtype), rand(k, n, dtype=dtype)
+    out = poison_(torch.empty(m, n, device=DEVICE, dtype=dtype))
+    result = mt.matmul_tma(a, b, out=out, persistent=persistent, config=SMALL)
+    assert result is out
+    assert not torch.isnan(out).any(), "an element was never written"
+    assert_close(out, expected(a, b), **tolerance(dtype, k))
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["per-tile", "persistent"])
+def test_transposed_b_uses_the_k_major_path(persistent, seeded):
+    # b is the transpose of a row-major N x K matrix (a Linear layer's weight).
+    a, w = rand(50, 40, dtype=torch.float16), rand(24, 40, dtype=torch.float16)
+    out = mt.matmul_tma(a, w.t(), persistent=persistent, config=SMALL)
+    assert_close(out, expected(a, w.t()))
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["per-tile", "persistent"])
+def test_whole_tile_epilogue(persistent, seeded):
+    # split_epilogue=False stores each tile in one piece (the earlier step).
+    a, b = rand(70, 40, dtype=torch.float16), rand(40, 56, dtype=torch.float16)
+    out = poison_(torch.empty(70, 56, device=DEVICE, dtype=torch.float16))
+    mt.matmul_tma(
+        a, b, out=out, persistent=persistent, split_epilogue=False, config=SMALL
+    )
+    assert_close(out, expected(a, b))
+
+
+def test_persistent_programs_cover_every_tile(seeded):
+    # 9 x 5 = 45 tiles of 16 shared by 4 programs (the interpreter's "SMs"):
+    # each program loops over 11 or 12 tiles; any skipped tile stays NaN.
+    a, b = rand(130, 64, dtype=torch.float16), rand(64, 72, dtype=torch.float16)
+    out = poison_(torch.empty(130, 72, device=DEVICE, dtype=torch.float16))
+    mt.matmul_tma(a, b, out=out, persistent=True, config=SMALL)
+    assert not torch.isnan(out).any()
+    assert_close(out, expected(a, b))
+
+
+def test_hardware_clips_stores_at_the_edges(seeded):
+    # out is the first rows of a poisoned buffer (rows must stay whole for
+    # TMA): the tile store past row m must be clipped, not written.
+    m, n, k = 37, 24, 16
+    a, b = rand(m, k), rand(k, n)
+    buffer = poison_(torch.empty(m + 16, n, device=DEVICE))
+    mt.matmul_tma(a, b, out=buffer[:m], config=SMALL)
+    assert torch.isnan(buffer[m:]).all()
+    assert_close(buffer[:m], expected(a, b), **tolerance(torch.float32, k))
+
+
+def test_empty_and_zero_k():
+    assert mt.matmul_tma(rand(0, 8), rand(8, 8), config=SMALL).shape == (0, 8)
+
+
+def test_reference_is_torch_matmul():
+    a, b = torch.eye(3), torch.arange(9.0).reshape(3, 3)
+    assert torch.equal(mt.matmul_ref(a, b), b)
+
+
+# ------------------------------------------------------------ bad input ---
+@pytest.mark.parametrize(
+    "make, error, message",
+    [
+        (lambda: ([[1.0]], [[2.0]]), TypeError, "torch.Tensor"),
+        (lambda: (rand(8), rand(8, 8)), ValueError, "2-D"),
+        (lambda: (rand(8, 16), rand(8, 8)), ValueError, "inner dimensions"),
+        (lambda: (rand(8, 8), rand(8, 8).half()), TypeError, "dtypes"),
+        (lambda: (rand(8, 8).double(), rand(8, 8).double()), TypeError, "unsupported"),
+        (lambda: (rand(16, 8).t(), rand(16, 8)), ValueError, "a must be row-major"),
+        (
+            lambda: (rand(8, 16), rand(16, 32)[:, ::2]),
+            ValueError,
+            "b must be row-major",
+        ),
+        (lambda: (rand(8, 13).half(), rand(13, 8).half()), ValueError, "16 bytes"),
+        (lambda: (rand(8, 16).half(), rand(16, 12).half()), ValueError, "16 bytes"),
+        (lambda: (rand(8, 17)[:, 1:], rand(16, 8)), ValueError, "row-major|aligned"),
+    ],
+    ids=[
+        "not-tensors",
+        "1-D",
+        "inner-dims",
+        "mixed-dtypes",
+        "float64",
+        "a-transposed",
+        "b-strided",
+        "K-unaligned",
+        "N-unaligned",
+        "misaligned",
+    ],
+)
+def test_bad_input_is_rejected(make, error, message):
+    a, b = make()
+    with pytest.raises(error, match=message):
+        mt.matmul_tma(a, b, config=SMALL)
+
+
+def test_misaligned_pointer_is_rejected():
+    buf = rand(8 * 16 + 1, dtype=torch.float16)
+    a = buf[1:].view(8, 16)  # row-major, but starts 2 bytes into the buffer
+    with pytest.raises(ValueError, match="aligned"):
+        mt.matmul_tma(a, rand(16, 8, dtype=torch.float16), config=SMALL)
+
+
+def test_bad_out_is_rejected():
+    a, b = rand(8, 8), rand(8, 8)
+    with pytest.raises(ValueError, match="out must be"):
+        mt.matmul_tma(a, b, out=rand(8, 16), config=SMALL)
+    with pytest.raises(ValueError, match="out must be row-major"):
+        mt.matmul_tma(a, b, out=rand(8, 8).t(), config=SMALL)
+
+
+def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
+        mt.matmul_tma(torch.randn(8, 8), torch.randn(8, 8))
+
+
+# ------------------------------------------------------------- autotune ---
+def test_autotune_configs_are_valid():
+    assert 1 <= len(mt.CONFIGS) <= 8
+    for cfg in mt.CONFIGS:
+        assert set(cfg.kwargs) == {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"}
+    assert "B_KMAJOR" in mt.matmul_tma_persistent_kernel_autotuned.keys
+
+
+@pytest.mark.parametrize("index", range(len(mt.CONFIGS)))
+@pytest.mark.parametrize("persistent", [False, True], ids=["per-tile", "persistent"])
+def test_each_autotune_config_computes_the_product(index, persistent, seeded):
+    if DEVICE == "cpu" and (index > 1 or not persistent):
+        pytest.skip("interpreter: two big-tile configs are enough to check wiring")
+    cfg = mt.CONFIGS[index]
+    meta = dict(cfg.kwargs, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+    m, n, k = (40, 24, 72) if DEVICE == "cpu" else (300, 328, 200)
+    a, b = rand(m, k, dtype=torch.float16), rand(k, n, dtype=torch.float16)
+    out = mt.matmul_tma(a, b, persistent=persistent, config=meta)
+    assert_close(out, expected(a, b))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("persistent", [False, True], ids=["per-tile", "persistent"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_autotuned_kernels_on_gpu(dtype, persistent, seeded):
+    a, b = rand(1000, 776, dtype=dtype), rand(776, 552, dtype=dtype)
+    out = poison_(torch.empty(1000, 552, device="cuda", dtype=dtype))
+    mt.matmul_tma(a, b, out=out, persistent=persistent)
+    assert_close(out, expected(a, b))
+    out = mt.matmul_tma(a, b.t().contiguous().t(), persistent=persistent)
+    assert_close(out, expected(a, b))
+
+
+def test_benchmark_description():
+    names = [bench["name"] for bench in mt.BENCHMARKS]
+    assert len(set(names)) == len(names)
+    for bench in mt.BENCHMARKS:
+        size = bench["sizes"][-1]
+        assert (
+            bench["work"](size, torch.float16) == 2 * size["M"] * size["N"] * size["K"]
+        )
+        for size in bench["sizes"]:  # every benchmark shape must suit TMA
+            assert size["K"] % 8 == 0 and size["N"] % 8 == 0
+
+
+def test_runs_as_a_script(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import SNIPPETS
+
+    env = dict(os.environ)
+    if DEVICE == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    done = subprocess.run(
+        [sys.executable, str(SNIPPETS / "matmul_tma.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "130x96 @ 96x72: matches PyTorch" in done.stdout
