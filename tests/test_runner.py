@@ -533,3 +533,18 @@ def test_skip_tests_refuses_to_write_into_the_repository(repo):
             env=env,
             skip_tests=True,
         )
+
+
+def test_skip_tests_with_skip_notebooks_may_leave_the_notebooks_dir_default(repo):
+    env = fake_env()
+    env.fake = False
+    written = cli.run(
+        repo,
+        repo / "data",
+        repo / "plots",
+        REPO_ROOT / "docs" / "notebooks",  # the default; untouched when skipped
+        env=env,
+        skip_tests=True,
+        skip_notebooks=True,
+    )
+    assert all(REPO_ROOT not in p.resolve().parents for p in written)

@@ -221,7 +221,8 @@ def run(
     started = time.time()
     repo_root = Path(repo_root)
     env = env or cuda_environment(repo_root, commit)
-    _refuse_repo_paths(env, [data_dir, plots_dir, notebooks_dir], skip_tests)
+    written_dirs = [data_dir, plots_dir] + ([] if skip_notebooks else [notebooks_dir])
+    _refuse_repo_paths(env, written_dirs, skip_tests)
     log(f"GPU: {env.gpu['name']} ({env.gpu['sm_count']} SMs), slug {env.gpu['slug']}")
 
     notebooks = [] if skip_notebooks else D.notebook_files(notebooks_dir)
