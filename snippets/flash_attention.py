@@ -208,22 +208,49 @@ def _bench_flops(size, dtype):
     return flops // 2 if size["causal"] else flops
 
 
+def _bench_bytes(size, dtype):
+    # Compulsory traffic: Q, K, V read and O written once each (the roofline
+    # plot's x position; re-reads of K and V that miss L2 come on top).
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    return (
+        4 * size["batch"] * size["heads"] * size["n_ctx"] * size["head_dim"] * itemsize
+    )
+
+
+BENCHMARK_SIZES = [
+    {"batch": 16384 // n, "heads": 16, "n_ctx": n, "head_dim": d, "causal": c}
+    for d in (64, 128)
+    for c in (0, 1)
+    for n in (2048, 8192)
+]
+BENCHMARK_DTYPES = ["float16", "bfloat16"]
+
+
+def _roofline_report():
+    """FLOPs and bytes of every row, for the roofline plot of lesson 01."""
+    return {
+        "roofline": [
+            {**size, "dtype": name,
+             "flops": _bench_flops(size, getattr(torch, name)),
+             "bytes": _bench_bytes(size, getattr(torch, name))}
+            for name in BENCHMARK_DTYPES
+            for size in BENCHMARK_SIZES
+        ]
+    }  # fmt: skip
+
+
 BENCHMARK = {
     "name": "flash_attention_fwd",
     "title": "Attention forward, softmax(QKᵀ/√d)V, 16 384 tokens per call",
     "params": ["batch", "heads", "n_ctx", "head_dim", "causal"],
-    "sizes": [
-        {"batch": 16384 // n, "heads": 16, "n_ctx": n, "head_dim": d, "causal": c}
-        for d in (64, 128)
-        for c in (0, 1)
-        for n in (2048, 8192)
-    ],
-    "dtypes": ["float16", "bfloat16"],
+    "sizes": BENCHMARK_SIZES,
+    "dtypes": BENCHMARK_DTYPES,
     "metric": "compute",  # TFLOP/s, roofline = measured bf16 matmul rate
     "work": _bench_flops,
     "make_inputs": _bench_inputs,
     "triton": flash_attention,
     "peers": {"PyTorch eager": attention_eager, "SDPA": attention_sdpa},
+    "report": _roofline_report,
 }
 # --8<-- [end:benchmark]
 

@@ -118,6 +118,20 @@ def test_benchmark_description():
     assert causal is True and q.shape == (1, 1, 24, 16)
 
 
+def test_report_places_every_row_on_the_roofline():
+    import json
+
+    entries = json.loads(json.dumps(fa.BENCHMARK["report"]()))["roofline"]
+    bench = fa.BENCHMARK
+    assert len(entries) == len(bench["sizes"]) * len(bench["dtypes"])
+    for entry in entries:
+        size = {k: entry[k] for k in bench["params"]}
+        assert size in bench["sizes"]
+        assert entry["flops"] == bench["work"](size, getattr(torch, entry["dtype"]))
+        b, h, n, d = size["batch"], size["heads"], size["n_ctx"], size["head_dim"]
+        assert entry["bytes"] == 4 * b * h * n * d * 2  # Q, K, V, O in 16 bits
+
+
 @pytest.mark.parametrize(
     "grad, scale, survives",
     [
