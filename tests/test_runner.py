@@ -548,3 +548,10 @@ def test_skip_tests_with_skip_notebooks_may_leave_the_notebooks_dir_default(repo
         skip_notebooks=True,
     )
     assert all(REPO_ROOT not in p.resolve().parents for p in written)
+
+
+def test_pytest_command_runs_the_gpu_tests_with_the_gpu_visible():
+    cmd = cli.pytest_command(["tests/test_vector_add.py"], workers=1)
+    assert cmd[1:4] == ["-m", "pytest", "-q"]
+    assert cmd[-3:] == ["-m", "not browser", "tests/test_vector_add.py"]
+    assert "-n" not in cmd

@@ -8,6 +8,7 @@ Triton timing and capture has succeeded, each file by an atomic rename.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -96,24 +97,25 @@ def select_tests(
     return picked
 
 
-def run_pytest(repo_root: Path, test_files: list[Path]) -> None:
+def pytest_command(test_files: list[str], workers: int) -> list[str]:
+    """pytest over these files; with pytest-xdist, ``workers`` processes share
+    the GPU (the checks are compile-bound, not timed)."""
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    cmd += ["-m", "not browser"]
+    if workers > 1 and importlib.util.find_spec("xdist") is not None:
+        cmd += ["-n", str(workers)]
+    return [*cmd, *test_files]
+
+
+def run_pytest(repo_root: Path, test_files: list[Path], workers: int = 4) -> None:
     if not test_files:
         log("correctness: no test modules found for these snippets")
         return
     names = [str(p.relative_to(repo_root)) for p in test_files]
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-m",
-        "not browser",
-    ]
-    log(f"correctness: pytest on the GPU: {' '.join(names)}")
+    cmd = pytest_command(names, workers)
+    log(f"correctness: {' '.join(cmd[1:])}")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([*cmd, *names], cwd=repo_root, env=env)
+    proc = subprocess.run(cmd, cwd=repo_root, env=env)
     if proc.returncode != 0:
         raise RunnerError(f"correctness checks failed (pytest exit {proc.returncode})")
 
@@ -209,6 +211,7 @@ def run(
     skip_notebooks: bool = False,
     skip_captures: bool = False,
     skip_tests: bool = False,
+    test_workers: int = 4,
     commit: str | None = None,
     env: Environment | None = None,
     check=None,
@@ -254,7 +257,7 @@ def run(
         log("correctness: SKIPPED (--skip-tests): writing outside the repository only")
     elif check is None:
         tests = select_tests(repo_root / "tests", tested, gpu_marked=not only)
-        run_pytest(repo_root, tests)
+        run_pytest(repo_root, tests, test_workers)
     else:
         check(snippets)
 
@@ -384,6 +387,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="diagnostics only: refuses to write inside the repository",
     )
+    r.add_argument(
+        "--test-workers",
+        type=int,
+        default=4,
+        help="pytest-xdist processes for the checks, if installed (1: none)",
+    )
     r.add_argument("--commit", help="the commit measured, where git is unavailable")
     s = sub.add_parser("stale", help="list stale or missing timing data; exit 1 if any")
     s.add_argument("--data-dir", type=Path, default=REPO_ROOT / "data" / "timings")
@@ -411,6 +420,7 @@ def main(argv=None) -> int:
             skip_notebooks=args.skip_notebooks,
             skip_captures=args.skip_captures,
             skip_tests=args.skip_tests,
+            test_workers=args.test_workers,
             commit=args.commit,
         )
         return 0
