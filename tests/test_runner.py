@@ -555,3 +555,10 @@ def test_pytest_command_runs_the_gpu_tests_with_the_gpu_visible():
     assert cmd[1:4] == ["-m", "pytest", "-q"]
     assert cmd[-3:] == ["-m", "not browser", "tests/test_vector_add.py"]
     assert "-n" not in cmd
+
+
+def test_skip_captures_keeps_the_stored_captures(repo):
+    do_run(repo)
+    before = T.load_file(repo / "data" / "fake-test-gpu.json").captures
+    do_run(repo, skip_captures=True)
+    assert T.load_file(repo / "data" / "fake-test-gpu.json").captures == before

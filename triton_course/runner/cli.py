@@ -187,14 +187,24 @@ def _refuse_repo_paths(env: Environment, paths: list[Path], skip_tests: bool) ->
             )
 
 
-def build_doc(existing, env: Environment, records: dict, captures: dict, partial: bool):
-    """The new data file: a partial run (--only) keeps every other record."""
+def build_doc(
+    existing,
+    env: Environment,
+    records: dict,
+    captures: dict,
+    partial: bool,
+    keep_captures: bool = False,
+):
+    """The new data file. A partial run (--only) keeps every other record; a
+    run that skipped the captures keeps the stored ones (the staleness check
+    still flags those whose snippet changed)."""
     doc = {"format_version": T.FORMAT_VERSION, "gpu": env.gpu, "benchmarks": {}}
-    if partial and existing is not None:
-        doc["benchmarks"].update(existing.benchmarks)
-        old_caps = dict(existing.captures or {})
-    else:
-        old_caps = {}
+    old_caps = {}
+    if existing is not None:
+        if partial:
+            doc["benchmarks"].update(existing.benchmarks)
+        if partial or keep_captures:
+            old_caps = dict(existing.captures or {})
     doc["benchmarks"].update(records)
     caps = {**old_caps, **captures}
     if caps:
@@ -304,7 +314,14 @@ def run(
 
     # 5. the data file and the plots, then write everything at once
     if records or captures or not only:
-        doc = build_doc(existing, env, records, captures, partial=only is not None)
+        doc = build_doc(
+            existing,
+            env,
+            records,
+            captures,
+            partial=only is not None,
+            keep_captures=skip_captures,
+        )
         T.validate(doc, data_path)
         stage.add(data_path, json.dumps(doc, indent=1) + "\n")
     for name, bench in records.items():
