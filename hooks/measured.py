@@ -183,7 +183,9 @@ def render_timings(name: str, gpus: list, root: Path) -> str:
         indented = "\n".join(
             ("    " + line) if line else "" for line in body.split("\n")
         )
-        blocks.append(f'=== "{g.label}"\n\n{indented}\n')
+        # `===!` opens a new tab set even right after another directive's tabs
+        marker = "===!" if not blocks else "==="
+        blocks.append(f'{marker} "{g.label}"\n\n{indented}\n')
     return "\n".join(blocks)
 
 
@@ -193,7 +195,8 @@ def _tabs(blocks: list[tuple[str, str]]) -> str:
         indented = "\n".join(
             ("    " + line) if line else "" for line in body.split("\n")
         )
-        out.append(f'=== "{label}"\n\n{indented}\n')
+        marker = "===!" if not out else "==="  # a new tab set per directive
+        out.append(f'{marker} "{label}"\n\n{indented}\n')
     return "\n".join(out)
 
 

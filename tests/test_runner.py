@@ -433,7 +433,7 @@ def test_hook_renders_plot_and_capture_tabs_from_fixture_data(repo):
     do_run(repo)
     gpus = T.load_dir(repo / "data")
     plot_md = hook.render_plot("tiny_scale", gpus, repo, repo / "plots")
-    assert plot_md.startswith('=== "Fake Test GPU"')
+    assert plot_md.startswith('===! "Fake Test GPU"')
     assert '    <div class="course-plot" markdown="0"><svg' in plot_md
     # without the file the plot is drawn from the data
     (repo / "plots" / "tiny_scale-fake-test-gpu.svg").unlink()
