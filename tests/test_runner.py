@@ -562,3 +562,47 @@ def test_skip_captures_keeps_the_stored_captures(repo):
     before = T.load_file(repo / "data" / "fake-test-gpu.json").captures
     do_run(repo, skip_captures=True)
     assert T.load_file(repo / "data" / "fake-test-gpu.json").captures == before
+
+
+# ---------------------------------------------------------- capture kinds ---
+def test_python_capture_runs_a_script_with_its_env(tmp_path):
+    from triton_course.runner import measure as M
+
+    script = tmp_path / "show.py"
+    script.write_text(
+        "import os, sys\n"
+        "print('noise')\n"
+        "print('LOG', os.environ['TORCH_LOGS'], sys.argv[1:])\n"
+        "print('interpret' if 'TRITON_INTERPRET' in os.environ else 'no interpret')\n"
+    )
+    spec = {
+        "python": {
+            "args": ["--demo"],
+            "env": {"TORCH_LOGS": "output_code"},
+            "match": "LOG|interpret",
+            "script": str(script),
+        }
+    }
+    kind, text = M.run_capture("demo", lambda: spec, script, tmp_path)
+    assert kind == "python"
+    assert text == "LOG output_code ['--demo']\nno interpret\n"
+
+
+def test_ncu_capture_builds_the_command_and_needs_ncu(tmp_path, monkeypatch):
+    from triton_course.runner import measure as M
+
+    fake_ncu = tmp_path / "ncu"
+    fake_ncu.write_text('#!/bin/sh\necho "ncu called with: $*"\n')
+    fake_ncu.chmod(0o755)
+    monkeypatch.setattr(M, "find_ncu", lambda: str(fake_ncu))
+    spec = M.capture_ncu(["--ncu-target"], ["gpu__time_duration.sum"], "_k_kernel")
+    kind, text = M.run_capture("prof", spec, tmp_path / "snip.py", tmp_path)
+    assert kind == "ncu"
+    assert "--clock-control none --launch-count 1" in text
+    assert "--metrics gpu__time_duration.sum --kernel-name regex:_k_kernel" in text
+    assert text.rstrip().endswith("snip.py --ncu-target")
+    monkeypatch.setattr(M, "find_ncu", lambda: None)
+    with pytest.raises(RunnerError, match="ncu not found"):
+        M.run_capture("prof", spec, tmp_path / "snip.py", tmp_path)
+    with pytest.raises(RunnerError, match="must give a string"):
+        M.run_capture("bad", lambda: 42, tmp_path / "snip.py", tmp_path)
