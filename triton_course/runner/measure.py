@@ -435,6 +435,6 @@ def run_capture(
         out = _run_command(
             [*cmd, sys.executable, str(script), *args], repo_root, env, where
         )
-        if "==PROF== No kernels were profiled" in out:
-            raise RunnerError(f"{where}: ncu profiled no kernel:\n{out[-2000:]}")
+        if "==PROF== No kernels were profiled" in out or "==ERROR==" in out:
+            raise RunnerError(f"{where}: ncu profiled nothing:\n{out[-2000:]}")
     return kind, _trim(out, int(opts.get("max_lines", 200)), opts.get("match"))
