@@ -70,13 +70,15 @@ def test_strided_rows(step, seeded):
 
 @pytest.mark.parametrize("step", STEPS)
 def test_edge_values(step):
-    # Large magnitudes cancel exactly, infinities and NaN propagate.
+    # Large magnitudes cancel exactly in any summation order (the GPU's tree
+    # reduction adds in another order than a loop), infinities and NaN
+    # propagate.
     x = torch.tensor(
-        [[3e38, -3e38, 1.0], [float("inf"), 1.0, 2.0], [float("nan"), 0.0, 0.0]],
+        [[3e38, -3e38, 0.0], [float("inf"), 1.0, 2.0], [float("nan"), 0.0, 0.0]],
         device=DEVICE,
     )
     out = STEPS[step](x)
-    assert out[0] == 1.0
+    assert out[0] == 0.0
     assert out[1] == float("inf")
     assert torch.isnan(out[2])
 
