@@ -101,7 +101,9 @@ def render_report(name: str, gpus: list) -> str:
             f"by `report()` of `{bench['snippet']}`.*"
         )
         body = "\n".join(("    " + line) if line else "" for line in lines)
-        blocks.append(f'=== "{g.label}"\n\n{body}\n')
+        # `===!` starts a new tab set, so adjacent directives do not merge.
+        marker = "===!" if not blocks else "==="
+        blocks.append(f'{marker} "{g.label}"\n\n{body}\n')
     return "\n".join(blocks)
 
 
