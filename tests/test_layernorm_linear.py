@@ -1,0 +1,233 @@
+"""snippets/layernorm_linear.py: row statistics, the fused GEMM, bad input."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import DEVICE, HAS_GPU, assert_close, load_snippet, poison_
+
+ll = load_snippet("layernorm_linear")
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+# explicit small configs: the interpreter cannot autotune
+CONFIGS = [
+    {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2},
+    {"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 4},
+]
+
+
+def _inputs(m, k, n, dtype, shift=0.0, bias=True):
+    size = {"tokens": m, "hidden": k, "out_features": n}
+    x, w, b, lw, lb = ll._bench_inputs(size, torch.float32, DEVICE)
+    args = [(x + shift).to(dtype), w.to(dtype), b.to(dtype), lw.to(dtype), lb.to(dtype)]
+    if not bias:
+        args[2] = None
+    return args
+
+
+def _check_against_pytorch(out, args, eps=1e-5):
+    """Error vs a float64 reference within a small multiple of PyTorch's own."""
+    x, w, b, lw, lb = args
+    up = [a.double() if a is not None else None for a in args]
+    expected = ll.layernorm_linear_ref(*up, eps=eps)
+    if x.dtype == torch.float32:
+        assert_close(out, expected, atol=1e-4, rtol=1e-4)
+        return
+    torch_lowp = (
+        ll.layernorm_linear_ref(*args, eps=eps)
+        if HAS_GPU
+        else (
+            ll.layernorm_linear_ref(
+                *[a.float() if a is not None else None for a in args], eps=eps
+            ).to(x.dtype)  # CPU: fp32 math, one rounding
+        )
+    )
+    err = (out.double() - expected).abs().max().item()
+    err_torch = (torch_lowp.double() - expected).abs().max().item()
+    scale = expected.abs().max().item() + 1e-30
+    # the kernel rounds the normalised x to the input dtype before tl.dot,
+    # PyTorch (on CPU) does not: allow 4x PyTorch's error plus that rounding
+    eps_dtype = torch.finfo(x.dtype).eps
+    assert err <= 4 * err_torch + 4 * eps_dtype * scale, (err, err_torch, scale)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("m, k, n", [(1, 1, 1), (1, 7, 5), (37, 100, 70), (65, 33, 17)])
+def test_matches_layernorm_then_linear(m, k, n, dtype, seeded):
+    args = _inputs(m, k, n, dtype)
+    out = poison_(torch.empty(m, n, dtype=dtype, device=DEVICE))
+    assert ll.layernorm_linear(*args, out=out, config=CONFIGS[0]) is out
+    assert not torch.isnan(out).any()
+    _check_against_pytorch(out, args)
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=["16x16x16", "32x64x32"])
+def test_configs_and_no_bias(config, seeded):
+    for bias in (True, False):
+        args = _inputs(70, 96, 130, torch.float16, bias=bias)
+        out = poison_(torch.empty(70, 130, dtype=torch.float16, device=DEVICE))
+        ll.layernorm_linear(*args, out=out, config=config)
+        _check_against_pytorch(out, args)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_without_normalize_is_the_plain_linear(dtype, seeded):
+    x, w, b, lw, lb = _inputs(33, 70, 20, dtype)
+    out = ll.layernorm_linear(x, w, b, lw, lb, config=CONFIGS[1], normalize=False)
+    up = [t.double() for t in (x, w, b)]
+    expected = F.linear(*up)
+    assert_close(out, expected)
+
+
+def test_default_config_and_eps(seeded):
+    args = _inputs(20, 50, 30, torch.float32)
+    out = ll.layernorm_linear(*args, eps=0.1)  # interpreter: SMALL_CONFIG
+    _check_against_pytorch(out, args, eps=0.1)
+
+
+def test_large_mean_rows_and_constant_rows(seeded):
+    # |mean| >> std: a one-pass E[x^2] - E[x]^2 would lose the variance
+    args = _inputs(9, 64, 16, torch.float32, shift=1000.0)
+    args[0][3] = 5.0  # a constant row: variance 0, output = beta @ W^T + bias
+    out = ll.layernorm_linear(*args, config=CONFIGS[0])
+    _check_against_pytorch(out, args)
+
+
+def test_stats(seeded):
+    x = torch.randn(5, 3000, device=DEVICE) * 3 + 2
+    mean, rstd = ll.layernorm_stats(x, eps=1e-5, block=256)
+    assert mean.dtype == rstd.dtype == torch.float32
+    var, mu = torch.var_mean(x.double(), dim=1, unbiased=False)
+    assert_close(mean, mu)
+    assert_close(rstd, 1 / torch.sqrt(var + 1e-5))
+
+
+def test_does_not_write_past_the_end(seeded):
+    args = _inputs(20, 40, 30, torch.float32)
+    buffer = poison_(torch.empty(600 + 64, device=DEVICE))
+    ll.layernorm_linear(*args, out=buffer[:600].view(20, 30), config=CONFIGS[1])
+    assert torch.isnan(buffer[600:]).all()
+    _check_against_pytorch(buffer[:600].view(20, 30), args)
+
+
+def test_empty():
+    args = _inputs(1, 8, 4, torch.float32)
+    x0 = torch.empty(0, 8, device=DEVICE)
+    assert ll.layernorm_linear(x0, *args[1:]).shape == (0, 4)
+
+
+def test_benchmark_description():
+    bench = ll.BENCHMARK
+    assert list(bench["peers"])[0] == "PyTorch eager"
+    assert [s["tokens"] for s in bench["sizes"]] == [4096, 8192, 16384]
+    size = {"tokens": 2, "hidden": 3, "out_features": 5}
+    assert bench["work"](size, torch.float16) == 60
+    assert len(ll.AUTOTUNE_CONFIGS) <= 8
+    assert isinstance(bench["report"](), dict)
+
+
+# ------------------------------------------------------------ bad input ---
+def _bad(**change):
+    x, w, b, lw, lb = _inputs(4, 8, 6, torch.float32)
+    args = {"x": x, "weight": w, "bias": b, "ln_weight": lw, "ln_bias": lb}
+    args.update(change)
+    return args
+
+
+@pytest.mark.parametrize(
+    "change, error, message",
+    [
+        ({"x": [[1.0]]}, TypeError, "x must be a torch.Tensor"),
+        ({"weight": 1.0}, TypeError, "weight must be a torch.Tensor"),
+        ({"x": torch.ones(4, 8, dtype=torch.float64)}, TypeError, "unsupported"),
+        ({"weight": torch.ones(6, 8, dtype=torch.float16)}, TypeError, "differ"),
+        ({"x": torch.ones(2, 4, 8)}, ValueError, "2-D"),
+        ({"x": torch.ones(8, 4).t()}, ValueError, "x must be contiguous"),
+        ({"weight": torch.ones(8, 6).t()}, ValueError, "weight must be contiguous"),
+        ({"weight": torch.ones(6, 9)}, ValueError, r"weight must be \(N, 8\)"),
+        ({"ln_weight": torch.ones(9)}, ValueError, "ln_weight and ln_bias"),
+        ({"bias": torch.ones(5)}, ValueError, r"bias must have shape \(6,\)"),
+        ({"eps": 0.0}, ValueError, "eps"),
+        ({"out": torch.empty(4, 7)}, ValueError, "out must be"),
+        ({"out": torch.empty(6, 4).t()}, ValueError, "out must be contiguous"),
+        ({"config": {"BLOCK_M": 16}}, ValueError, "config lacks"),
+    ],
+    ids=[
+        "x-list",
+        "w-float",
+        "float64",
+        "mixed",
+        "3-D",
+        "x-strided",
+        "w-strided",
+        "w-shape",
+        "ln-shape",
+        "bias-shape",
+        "eps",
+        "out-shape",
+        "out-strided",
+        "config",
+    ],
+)
+def test_bad_input_is_rejected(change, error, message):
+    args = _bad(
+        **{
+            k: v.to(DEVICE) if isinstance(v, torch.Tensor) else v
+            for k, v in change.items()
+        }
+    )
+    with pytest.raises(error, match=message):
+        ll.layernorm_linear(**args)
+
+
+def test_zero_features_is_rejected():
+    x = torch.empty(3, 0, device=DEVICE)
+    w = torch.empty(4, 0, device=DEVICE)
+    with pytest.raises(ValueError, match="K = 0"):
+        ll.layernorm_linear(
+            x, w, None, torch.empty(0, device=DEVICE), torch.empty(0, device=DEVICE)
+        )
+
+
+def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    args = _inputs(2, 4, 3, torch.float32)
+    with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
+        ll.layernorm_linear(*[a.cpu() for a in args])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_autotuned_on_gpu(dtype):
+    args = _inputs(300, 256, 384, dtype)
+    out = ll.layernorm_linear(*args)  # config=None: the autotuner picks
+    _check_against_pytorch(out, args)
+    assert ll._best_configs(), "the autotuner recorded no choice"
+
+
+@pytest.mark.gpu
+def test_eager_pair_under_torch_compile():
+    args = _inputs(64, 128, 256, torch.float16)
+    out = torch.compile(ll.layernorm_linear_ref)(*args)
+    _check_against_pytorch(out, args)
+
+
+def test_runs_as_a_script(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import SNIPPETS
+
+    env = dict(os.environ)
+    if DEVICE == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    done = subprocess.run(
+        [sys.executable, str(SNIPPETS / "layernorm_linear.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "M=130 K=96 N=200: matches PyTorch" in done.stdout
