@@ -26,7 +26,8 @@ def _gpu(report):
 def test_list_of_rows_becomes_a_table_per_gpu():
     report = {"autotuned": [{"n_cols": 256, "ROWS": 16}, {"n_cols": 4096, "ROWS": 1}]}
     text = hook.render_report("x", [_gpu(report)])
-    assert text.startswith('=== "NVIDIA H100"')
+    # `===!` opens a new tab set, so two directives in a row do not merge
+    assert text.startswith('===! "NVIDIA H100"')
     assert "    | n_cols | ROWS |" in text
     assert "    | 4096 | 1 |" in text
     assert "report()` of `snippets/x.py`" in text
