@@ -263,6 +263,16 @@ def render_capture(name: str, gpus: list, root: Path) -> str:
 
 
 # -------------------------------------------------------- inline numbers ---
+def _declared_in_snippets(name: str) -> bool:
+    """Whether some snippet's benchmark description names ``name`` (read as
+    text: the docs build must not import torch or triton)."""
+    pattern = re.compile(rf"""["']name["']\s*:\s*["']{re.escape(name)}["']""")
+    return any(
+        pattern.search(path.read_text(encoding="utf-8"))
+        for path in (_state["root"] / "snippets").glob("*.py")
+    )
+
+
 def _parse_args(text: str) -> dict:
     args = {}
     # shlex, so that peer names with spaces can be quoted: value="ratio:PyTorch eager"
@@ -327,7 +337,11 @@ def render_measured(text: str, gpus: list, root: Path) -> str:
         return str(g.gpu[field])
     name = args.pop("bench", None)
     if name not in g.benchmarks:
-        raise ValueError(f"no benchmark {name!r} in {g.path.name}")
+        # A benchmark this GPU has not measured yet (a new kernel, or a run
+        # with --only) reads as such; a name no snippet declares is a typo.
+        if not _declared_in_snippets(name):
+            raise ValueError(f"no snippet declares a benchmark named {name!r}")
+        return f"*(not yet measured on {g.label})*"
     bench = g.benchmarks[name]
     peer = args.pop("peer", "Triton")
     row = _select_row(bench, args)

@@ -184,3 +184,19 @@ def test_shipped_data_files_are_valid():
     # Whatever the runner has committed must pass the same validation.
     for gpu in T.load_dir(REPO_ROOT / "data" / "timings"):
         assert gpu.benchmarks, f"{gpu.path.name} holds no benchmarks"
+
+
+def test_benchmark_not_yet_measured_on_a_gpu_says_so(tmp_path):
+    # vector_add is declared in the (copied) snippet but absent from this file.
+    doc = fixture_doc()
+    doc["benchmarks"]["other_bench"] = doc["benchmarks"].pop("vector_add")
+    page = "# P\n\n[[measured bench=vector_add gpu=gpu-a value=rate n_elements=4096]]\n"
+    code, html, err = build(tmp_path, {"fixture-gpu-a.json": doc}, page=page)
+    assert code == 0, err
+    assert "not yet measured on Fixture GPU A" in html
+
+
+def test_undeclared_benchmark_name_fails_the_build(tmp_path):
+    page = "# P\n\n[[measured bench=vector_ad gpu=gpu-a value=rate n_elements=4096]]\n"
+    code, _, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page=page)
+    assert code != 0 and "no snippet declares a benchmark named 'vector_ad'" in err
