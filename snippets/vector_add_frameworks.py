@@ -117,6 +117,11 @@ def _numba_kernel():
 
 def add_numba(x, y):
     check_inputs(x, y)
+    import numpy as np
+
+    # NumPy 2.5 removed np.row_stack, which numba still references on import.
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
     from numba import cuda
 
     out = torch.empty_like(x)

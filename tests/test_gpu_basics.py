@@ -152,7 +152,7 @@ def test_benchmark_callables_agree_on_a_small_size(index):
         (lambda: gb.strided_copy([1.0], 1), TypeError, "torch.Tensor"),
         (lambda: gb.strided_copy(_randn(8).double(), 1), TypeError, "unsupported"),
         (
-            lambda: gb.strided_copy(torch.ones(8, dtype=torch.int32), 1),
+            lambda: gb.strided_copy(torch.ones(8, dtype=torch.int32, device=DEVICE), 1),
             TypeError,
             "unsupported",
         ),

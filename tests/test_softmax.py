@@ -102,14 +102,16 @@ def test_huge_magnitudes_do_not_overflow(launcher, dtype, big, seeded):
     # Without the max subtraction exp(1e4) is inf in any float format.
     x = (2 * torch.rand(6, 300, device=DEVICE) - 1) * big  # within the format's range
     x[0] = -big
-    x[0, :3] = torch.tensor([-big, big, 0.0])
+    x[0, :3] = torch.tensor([-big, big, 0.0], device=DEVICE)
     x[1] = big  # a constant row: uniform
     x = x.to(dtype)
     out = run(launcher, x)
     assert not torch.isnan(out).any()
     assert_close(out, expected(x))
     assert out[0, 1] == 1
-    assert_close(out[1], torch.full((300,), 1 / 300, dtype=torch.float64))
+    assert_close(
+        out[1], torch.full((300,), 1 / 300, dtype=torch.float64, device=DEVICE)
+    )
 
 
 # ------------------------------------------------------------ strides ---
@@ -151,20 +153,32 @@ def test_broadcast_rows_are_fine(launcher, seeded):
     "make, error, message",
     [
         (lambda: [[1.0, 2.0]], TypeError, "torch.Tensor"),
-        (lambda: torch.randn(4, 8).double(), TypeError, "unsupported dtype"),
-        (lambda: torch.ones(4, 8, dtype=torch.int32), TypeError, "unsupported dtype"),
-        (lambda: torch.randn(8), ValueError, "2-D"),
-        (lambda: torch.randn(2, 4, 8), ValueError, "2-D"),
-        (lambda: torch.randn(8, 8)[:, ::2], ValueError, "stride 1"),
-        (lambda: torch.randn(8, 8).t(), ValueError, "stride 1"),
-        (lambda: torch.randn(1, sm.MAX_COLS + 1), ValueError, "online softmax"),
+        (
+            lambda: torch.randn(4, 8, device=DEVICE).double(),
+            TypeError,
+            "unsupported dtype",
+        ),
+        (
+            lambda: torch.ones(4, 8, dtype=torch.int32, device=DEVICE),
+            TypeError,
+            "unsupported dtype",
+        ),
+        (lambda: torch.randn(8, device=DEVICE), ValueError, "2-D"),
+        (lambda: torch.randn(2, 4, 8, device=DEVICE), ValueError, "2-D"),
+        (lambda: torch.randn(8, 8, device=DEVICE)[:, ::2], ValueError, "stride 1"),
+        (lambda: torch.randn(8, 8, device=DEVICE).t(), ValueError, "stride 1"),
+        (
+            lambda: torch.randn(1, sm.MAX_COLS + 1, device=DEVICE),
+            ValueError,
+            "online softmax",
+        ),
     ],
     ids=["list", "float64", "int32", "1-D", "3-D", "col-stride", "transposed", "long"],
 )
 def test_bad_input_is_rejected(launcher, make, error, message):
+    # Made on DEVICE directly: .to("cuda") would copy a strided view into a
+    # contiguous tensor, and the stride checks would have nothing to reject.
     x = make()
-    if isinstance(x, torch.Tensor):
-        x = x.to(DEVICE)
     with pytest.raises(error, match=message):
         launcher(x)
 
