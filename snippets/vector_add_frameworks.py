@@ -101,6 +101,16 @@ def _compiled_cuda_kernel():
 # --8<-- [end:cuda_cpp]
 
 
+def _numba_numpy_compat():
+    # NumPy 2.5 removed np.row_stack, which the GPU image's numba still
+    # references on import. Kept outside the numba section so the page's
+    # line count is of the kernel alone.
+    import numpy as np
+
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
+
+
 # --8<-- [start:numba]
 @functools.cache
 def _numba_kernel():
@@ -117,11 +127,7 @@ def _numba_kernel():
 
 def add_numba(x, y):
     check_inputs(x, y)
-    import numpy as np
-
-    # NumPy 2.5 removed np.row_stack, which numba still references on import.
-    if not hasattr(np, "row_stack"):
-        np.row_stack = np.vstack
+    _numba_numpy_compat()
     from numba import cuda
 
     out = torch.empty_like(x)
