@@ -541,13 +541,16 @@ CAPTURES = {
 
 def _compile_demo():
     # Plain PyTorch softmax, forward and backward, left to torch.compile.
-    def step(x, dy):
-        y = torch.softmax(x, dim=-1)
-        (dx,) = torch.autograd.grad(y, x, dy)
-        return y, dx
+    # The forward is compiled; calling backward() on its output makes
+    # AOTAutograd compile the backward graph too (autograd.grad inside the
+    # compiled region would be a graph break).
+    def forward(x):
+        return torch.softmax(x, dim=-1)
 
     x = torch.randn(4096, 1024, device="cuda", dtype=torch.float16, requires_grad=True)
-    torch.compile(step, fullgraph=True)(x, torch.randn_like(x))
+    y = torch.compile(forward, fullgraph=True)(x)
+    y.backward(torch.randn_like(y))
+    torch.cuda.synchronize()
 
 
 def _ncu_target():
