@@ -11,6 +11,7 @@ Run it:  TRITON_INTERPRET=1 python snippets/softmax_autograd.py   (CPU, interpre
 
 # --8<-- [start:imports]
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -488,8 +489,16 @@ def capture_compiler_report() -> str:
 
 def capture_output_code() -> str:
     """What torch.compile writes for softmax forward + backward on its own."""
-    done = _run_self("--compile-demo", env={"TORCH_LOGS": "output_code"})
-    return _extract_triton_kernels(done.stdout + done.stderr)
+    # Caches off: on a cache hit Inductor may log where the code is, not the code.
+    env = {"TORCH_LOGS": "output_code", "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"}
+    done = _run_self("--compile-demo", env=env)
+    log = done.stdout + done.stderr
+    # Some versions log only the path of the generated module: read it too.
+    for path in re.findall(r"Output code written to: (\S+\.py)", log):
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as handle:
+                log += "\n" + handle.read()
+    return _extract_triton_kernels(log)
 
 
 def _extract_triton_kernels(log: str, max_lines: int = 70) -> str:
@@ -499,7 +508,7 @@ def _extract_triton_kernels(log: str, max_lines: int = 70) -> str:
         if line.strip() == "@triton.jit":
             current = [line]
         elif current is not None:
-            if line.strip().startswith("''', device_str="):
+            if line.strip().startswith("'''"):  # end of the kernel's source
                 kernels.append("\n".join(current[:max_lines]).rstrip())
                 current = None
             else:
@@ -548,9 +557,19 @@ def _compile_demo():
         return torch.softmax(x, dim=-1)
 
     x = torch.randn(4096, 1024, device="cuda", dtype=torch.float16, requires_grad=True)
-    y = torch.compile(forward, fullgraph=True)(x)
-    y.backward(torch.randn_like(y))
-    torch.cuda.synchronize()
+
+    def step():
+        y = torch.compile(forward, fullgraph=True)(x)
+        y.backward(torch.randn_like(y))
+        torch.cuda.synchronize()
+
+    # TORCH_LOGS=output_code prints the generated modules to the log; where a
+    # version logs only their paths, run_and_get_code hands back the same
+    # source, which is printed too so the capture never depends on log format.
+    from torch._inductor.utils import run_and_get_code
+
+    _, modules = run_and_get_code(step)
+    print("\n".join(modules))
 
 
 def _ncu_target():
