@@ -390,6 +390,22 @@ def test_stale_and_missing_are_listed(repo):
     assert problems == 4
 
 
+def test_capture_is_missing_only_when_no_gpu_has_it(repo):
+    do_run(repo)
+    data = repo / "data"
+    (first,) = data.glob("*.json")
+    doc = json.loads(first.read_text())
+    # A second GPU that measured the benchmarks but made no capture.
+    doc["gpu"]["slug"] = "second-gpu"
+    doc.pop("captures", None)
+    (data / "second-gpu.json").write_text(json.dumps(doc))
+    lines, problems = cli.stale_report(data, repo / "snippets", repo)
+    assert problems == 0, lines
+    first.write_text(json.dumps(doc | {"gpu": json.loads(first.read_text())["gpu"]}))
+    lines, problems = cli.stale_report(data, repo / "snippets", repo)
+    assert problems == 2 and "MISSING capture tiny_scale_meta" in "\n".join(lines)
+
+
 def test_stale_cli_exit_codes(tmp_path, capsys, repo):
     assert cli.main(["stale", "--data-dir", str(tmp_path / "none")]) == 0
     assert "no timing data yet" in capsys.readouterr().out

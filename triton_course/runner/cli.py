@@ -157,7 +157,12 @@ def execute_notebook(path: Path) -> str:
     finally:
         if saved is not None:
             os.environ["TRITON_INTERPRET"] = saved
-    return nbformat.writes(nb) + "\n"
+    # Stored as the notebook builder stores CPU runs: consecutive stream
+    # outputs merged, so the file does not depend on how output was flushed.
+    from triton_course.notebooks import coalesce_streams
+
+    doc = coalesce_streams(json.loads(nbformat.writes(nb)))
+    return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
 
 
 # --------------------------------------------------------------------- run ---
@@ -356,6 +361,9 @@ def stale_report(
         lines.append(
             f"{data_dir}: no timing data yet; nothing is published as measured"
         )
+    # Captures (profiler tables, ncu reports...) are shown from whichever GPU
+    # made them; a capture counts as missing only when no GPU has it.
+    captured_anywhere = {n for f in files for n in (f.captures or {})}
     for f in files:
         caps = f.captures or {}
         stale = sorted(n for n, b in f.benchmarks.items() if T.is_stale(b, repo_root))
@@ -363,7 +371,9 @@ def stale_report(
             f"capture {n}" for n, c in caps.items() if T.is_stale(c, repo_root)
         )
         missing = sorted(set(discovered) - set(f.benchmarks))
-        missing += sorted(f"capture {n}" for n in set(discovered_caps) - set(caps))
+        missing += sorted(
+            f"capture {n}" for n in set(discovered_caps) - captured_anywhere
+        )
         gone = sorted(set(f.benchmarks) - set(discovered))
         head = f"{f.path.name} ({f.gpu['name']}):"
         if not stale and not missing:
