@@ -16,8 +16,13 @@ pytestmark = pytest.mark.browser
 
 CHROMIUM = os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium")
 FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
 ]
 TUTORIAL = "triton-series/vector-addition/"
 
@@ -25,7 +30,9 @@ TUTORIAL = "triton-series/vector-addition/"
 @pytest.fixture(scope="module")
 def server(built_site):
     site = built_site[0]
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler = functools.partial(
+        http.server.SimpleHTTPRequestHandler, directory=str(site)
+    )
     handler.log_message = lambda *args: None
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -61,12 +68,17 @@ def page(browser, server):
     )
     context.route(
         "https://colab.research.google.com/assets/colab-badge.svg",
-        lambda route: route.fulfill(status=200, content_type="image/svg+xml",
-                                    body="<svg xmlns='http://www.w3.org/2000/svg'/>"),
+        lambda route: route.fulfill(
+            status=200,
+            content_type="image/svg+xml",
+            body="<svg xmlns='http://www.w3.org/2000/svg'/>",
+        ),
     )
     page = context.new_page()
     page.console_errors = []
-    page.on("console", lambda m: m.type == "error" and page.console_errors.append(m.text))
+    page.on(
+        "console", lambda m: m.type == "error" and page.console_errors.append(m.text)
+    )
     page.on("pageerror", lambda e: page.console_errors.append(str(e)))
     yield page
     context.close()
@@ -90,7 +102,9 @@ def test_copy_button_copies_the_kernel(page):
     block.locator('button.md-code__button[data-md-type="copy"]').click()
     copied = page.evaluate("navigator.clipboard.readText()")
     source = open("snippets/vector_add.py", encoding="utf-8").read()
-    kernel = source.split("# --8<-- [start:kernel]\n")[1].split("# --8<-- [end:kernel]")[0]
+    kernel = source.split("# --8<-- [start:kernel]\n")[1].split(
+        "# --8<-- [end:kernel]"
+    )[0]
     assert copied.strip() == kernel.strip()
 
 
@@ -122,7 +136,8 @@ def test_colab_and_download_links(page, server):
     colab = page.locator("a.colab-button")
     repo = re.search(
         r"^repo_url:\s*https://github\.com/(\S+)$",
-        open("mkdocs.yml", encoding="utf-8").read(), re.M,
+        open("mkdocs.yml", encoding="utf-8").read(),
+        re.M,
     ).group(1)
     assert colab.get_attribute("href") == (
         f"https://colab.research.google.com/github/{repo}/blob/main/"

@@ -25,10 +25,18 @@ def fixture_doc(slug="fixture-gpu-a", name="Fixture GPU A", snippet_hash=None):
                 "dtype": "float32",
                 "work": work,
                 "results": {
-                    "Triton": {"median_ms": tri, "p20_ms": tri, "p80_ms": tri,
-                               "rate": work / tri / 1e6},
-                    "PyTorch eager": {"median_ms": eager, "p20_ms": eager,
-                                      "p80_ms": eager, "rate": work / eager / 1e6},
+                    "Triton": {
+                        "median_ms": tri,
+                        "p20_ms": tri,
+                        "p80_ms": tri,
+                        "rate": work / tri / 1e6,
+                    },
+                    "PyTorch eager": {
+                        "median_ms": eager,
+                        "p20_ms": eager,
+                        "p80_ms": eager,
+                        "rate": work / eager / 1e6,
+                    },
                 },
             }
         )
@@ -77,7 +85,9 @@ def build(tmp_path, files: dict, page=PAGE, data_dir="data/timings"):
     data = tmp_path / "data" / "timings"
     data.mkdir(parents=True, exist_ok=True)
     for name, content in files.items():
-        (data / name).write_text(content if isinstance(content, str) else json.dumps(content))
+        (data / name).write_text(
+            content if isinstance(content, str) else json.dumps(content)
+        )
     (tmp_path / "mkdocs.yml").write_text(
         "site_name: t\n"
         f"repo_url: https://github.com/example/course\n"
@@ -88,7 +98,9 @@ def build(tmp_path, files: dict, page=PAGE, data_dir="data/timings"):
     )
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", "site"],
-        cwd=tmp_path, capture_output=True, text=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     html_path = tmp_path / "site" / "index.html"
     html = html_path.read_text() if html_path.exists() and done.returncode == 0 else ""
@@ -123,7 +135,9 @@ def test_one_tab_per_gpu(tmp_path):
 
 
 def test_stale_table_is_marked(tmp_path):
-    code, html, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc(snippet_hash="0" * 64)})
+    code, html, err = build(
+        tmp_path, {"fixture-gpu-a.json": fixture_doc(snippet_hash="0" * 64)}
+    )
     assert code == 0, err
     assert "Measured on an earlier version of this kernel" in html
     assert 'title="measured on an earlier version of this kernel"' in html

@@ -128,9 +128,12 @@ def test_reproduction_check_still_sees_a_changed_output(tmp_path):
     path = nb.notebook_path(RECIPES[0])
     stored = json.loads(path.read_text(encoding="utf-8"))
     cell = next(
-        c for c in stored["cells"]
-        if any(o.get("output_type") == "stream" and "timing:" not in "".join(o["text"])
-               for o in c.get("outputs", []))
+        c
+        for c in stored["cells"]
+        if any(
+            o.get("output_type") == "stream" and "timing:" not in "".join(o["text"])
+            for o in c.get("outputs", [])
+        )
     )
     out = next(o for o in cell["outputs"] if o.get("output_type") == "stream")
     text = "".join(out["text"])

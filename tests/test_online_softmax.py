@@ -154,7 +154,8 @@ def test_infinities_behave_like_torch(dtype, seeded):
 
 
 @pytest.mark.parametrize(
-    "dtype, big", [(torch.float16, 1e4), (torch.bfloat16, 1e30), (torch.float32, 3e38)],
+    "dtype, big",
+    [(torch.float16, 1e4), (torch.bfloat16, 1e30), (torch.float32, 3e38)],
     ids=["float16", "bfloat16", "float32"],
 )
 def test_huge_magnitudes_do_not_overflow(dtype, big, seeded):
@@ -272,7 +273,11 @@ def test_runs_as_a_script(tmp_path):
         env["TRITON_INTERPRET"] = "1"
     done = subprocess.run(
         [sys.executable, str(SNIPPETS / "online_softmax.py")],
-        capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
     assert "2 x 20000 : matches PyTorch" in done.stdout

@@ -47,7 +47,7 @@ def test_docs_build_needs_no_torch_or_triton(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     extras = (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
     docs_set = extras.split("docs = [", 1)[1].split("]", 1)[0]
-    assert "torch" not in docs_set and "triton\"" not in docs_set
+    assert "torch" not in docs_set and 'triton"' not in docs_set
 
 
 def _sections(nav):
@@ -55,7 +55,7 @@ def _sections(nav):
     for entry in nav:
         if not isinstance(entry, dict):
             continue
-        (title, children), = entry.items()
+        ((title, children),) = entry.items()
         if isinstance(children, list):
             pages = []
             for child in children:
@@ -87,7 +87,9 @@ def test_every_lesson_shows_module_navigation_in_nav_order(built_site):
                 assert "<strong>Previous:</strong>" in top, uri
             if after:
                 target = after.rsplit("/", 1)[-1][: -len(".md")]
-                assert re.search(rf"<strong>Next:</strong> <a href=\"[^\"]*{target}/\"", top), uri
+                assert re.search(
+                    rf"<strong>Next:</strong> <a href=\"[^\"]*{target}/\"", top
+                ), uri
             checked += 1
     assert checked >= 1
 
@@ -114,12 +116,16 @@ def test_module_navigation_follows_a_reordered_nav(tmp_path):
         out = tmp_path / "site"
         subprocess.run(
             [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)],
-            cwd=tmp_path, check=True, capture_output=True,
+            cwd=tmp_path,
+            check=True,
+            capture_output=True,
         )
         return lambda n: (out / "mod" / n / "index.html").read_text()
 
     page = build(["alpha", "beta", "gamma"])
-    assert re.search(r"Previous:</strong> <a href=\"../alpha/\">Lesson alpha", page("beta"))
+    assert re.search(
+        r"Previous:</strong> <a href=\"../alpha/\">Lesson alpha", page("beta")
+    )
     assert re.search(r"Next:</strong> <a href=\"../gamma/\">Lesson gamma", page("beta"))
     assert "The Module</a>" in page("beta")
     page = build(["gamma", "beta", "alpha"])
@@ -143,7 +149,9 @@ def _includes():
 
 
 def _sections_of(path: Path) -> set[str]:
-    return set(re.findall(r"--8<-- \[start:([\w-]+)\]", path.read_text(encoding="utf-8")))
+    return set(
+        re.findall(r"--8<-- \[start:([\w-]+)\]", path.read_text(encoding="utf-8"))
+    )
 
 
 def test_every_embedded_section_exists():
@@ -161,7 +169,9 @@ def test_every_embedded_section_exists():
 
 def test_every_snippet_is_embedded_somewhere():
     embedded = {target.partition(":")[0] for _, target in _includes()}
-    recipes = "".join(p.read_text(encoding="utf-8") for p in (REPO_ROOT / "notebooks").glob("*.md"))
+    recipes = "".join(
+        p.read_text(encoding="utf-8") for p in (REPO_ROOT / "notebooks").glob("*.md")
+    )
     for snippet in sorted(SNIPPETS.glob("*.py")):
         assert snippet.name in embedded or f'"{snippet.name}:' in recipes, (
             f"snippets/{snippet.name} is not shown on any page"

@@ -95,7 +95,8 @@ def test_all_minus_inf_row_is_nan_like_torch(launcher, dtype, seeded):
 
 @pytest.mark.parametrize("launcher", LAUNCHERS, ids=LAUNCHER_IDS)
 @pytest.mark.parametrize(
-    "dtype, big", [(torch.float16, 1e4), (torch.bfloat16, 1e30), (torch.float32, 3e38)],
+    "dtype, big",
+    [(torch.float16, 1e4), (torch.bfloat16, 1e30), (torch.float32, 3e38)],
     ids=["float16", "bfloat16", "float32"],
 )
 def test_huge_magnitudes_do_not_overflow(launcher, dtype, big, seeded):
@@ -244,7 +245,11 @@ def test_runs_as_a_script(tmp_path):
         env["TRITON_INTERPRET"] = "1"
     done = subprocess.run(
         [sys.executable, str(SNIPPETS / "softmax.py")],
-        capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
     assert "130 x 3000 : both kernels match PyTorch" in done.stdout

@@ -1,4 +1,4 @@
-"""snippets/vector_add.py: results on awkward sizes and dtypes, and every input error."""
+"""snippets/vector_add.py: awkward sizes and dtypes, and every input error."""
 
 import pytest
 import torch
@@ -114,7 +114,11 @@ def test_runs_as_a_script(tmp_path):
         env["TRITON_INTERPRET"] = "1"
     done = subprocess.run(
         [sys.executable, str(SNIPPETS / "vector_add.py")],
-        capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
     assert "n= 98432: matches PyTorch" in done.stdout

@@ -42,7 +42,9 @@ class NotebookError(ValueError):
     """A recipe names a snippet or section that does not exist, or drifted."""
 
 
-def snippet_section(snippet: str, section: str, snippets_dir: Path = SNIPPETS_DIR) -> str:
+def snippet_section(
+    snippet: str, section: str, snippets_dir: Path = SNIPPETS_DIR
+) -> str:
     """The text between a snippet's ``[start:section]`` and ``[end:section]``."""
     path = snippets_dir / snippet
     if not path.is_file():
@@ -54,16 +56,22 @@ def snippet_section(snippet: str, section: str, snippets_dir: Path = SNIPPETS_DI
         last = [line.strip() for line in lines].index(end, first)
     except ValueError:
         raise NotebookError(f"{path}: section {section!r} not found") from None
-    body = [line for line in lines[first:last] if not line.strip().startswith("# --8<--")]
+    body = [
+        line for line in lines[first:last] if not line.strip().startswith("# --8<--")
+    ]
     return textwrap.dedent("\n".join(body)).strip("\n")
 
 
 def repo_slug(mkdocs_yml: Path = REPO_ROOT / "mkdocs.yml") -> str:
     """OWNER/REPO from mkdocs.yml's repo_url (read without a YAML dependency)."""
     text = mkdocs_yml.read_text(encoding="utf-8")
-    match = re.search(r"^repo_url:\s*https://github\.com/([^/\s]+/[^/\s]+?)/?\s*$", text, re.M)
+    match = re.search(
+        r"^repo_url:\s*https://github\.com/([^/\s]+/[^/\s]+?)/?\s*$", text, re.M
+    )
     if not match:
-        raise NotebookError("mkdocs.yml: repo_url must be https://github.com/OWNER/REPO")
+        raise NotebookError(
+            "mkdocs.yml: repo_url must be https://github.com/OWNER/REPO"
+        )
     return match.group(1)
 
 
@@ -137,7 +145,11 @@ def render_notebook(cells: list[dict], previous: dict | None = None) -> dict:
     metadata = (previous or {}).get("metadata", {})
     metadata.update(
         {
-            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "kernelspec": {
+                "display_name": "Python 3",
+                "language": "python",
+                "name": "python3",
+            },
             "language_info": {"name": "python"},
             # Colab opens it on a GPU runtime.
             "accelerator": "GPU",
@@ -174,7 +186,7 @@ def drift(recipe: Path) -> list[str]:
     problems = []
     if len(stored) != len(wanted):
         problems.append(f"{out.name}: {len(stored)} cells, recipe gives {len(wanted)}")
-    for i, (have, want) in enumerate(zip(stored, wanted)):
+    for i, (have, want) in enumerate(zip(stored, wanted, strict=False)):
         if have["cell_type"] != want["cell_type"] or _source(have) != want["source"]:
             problems.append(f"{out.name}: cell {i} differs from its recipe/snippet")
     return problems
@@ -212,7 +224,9 @@ def execute(path: Path, timeout: int = 600) -> dict:
 
     doc = nbformat.read(str(path), as_version=4)
     client = nbclient.NotebookClient(
-        doc, timeout=timeout, kernel_name="python3",
+        doc,
+        timeout=timeout,
+        kernel_name="python3",
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()
@@ -222,7 +236,9 @@ def execute(path: Path, timeout: int = 600) -> dict:
 def write_notebook(path: Path, doc: dict) -> None:
     """Write atomically, so a failed run never leaves half a notebook."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.write_text(
+        json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     tmp.replace(path)
 
 
