@@ -67,14 +67,10 @@ _state: dict = {}
 
 
 # ---------------------------------------------------------------- loading ---
-def timings_dir(config) -> Path:
-    configured = config.get("extra", {}).get("timings_dir", "data/timings")
-    return (Path(config["config_file_path"]).parent / configured).resolve()
-
 
 def on_config(config):
     try:
-        _state["gpus"] = T.load_dir(timings_dir(config))
+        _state["gpus"] = T.load_for_site(config)
     except T.TimingDataError as exc:
         raise PluginError(f"timing data: {exc}") from None
     _state["root"] = Path(config["config_file_path"]).parent.resolve()

@@ -55,10 +55,8 @@ _state: dict = {}
 
 # ---------------------------------------------------------------- loading ---
 def on_config(config):
-    configured = config.get("extra", {}).get("timings_dir", "data/timings")
-    directory = (Path(config["config_file_path"]).parent / configured).resolve()
     try:
-        _state["gpus"] = T.load_dir(directory)
+        _state["gpus"] = T.load_for_site(config)
     except T.TimingDataError as exc:
         raise PluginError(f"timing data: {exc}") from None
     return config

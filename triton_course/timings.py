@@ -230,6 +230,14 @@ def load_dir(directory: Path) -> list[GpuTimings]:
     )
 
 
+def load_for_site(config) -> list[GpuTimings]:
+    """Every GPU's data for a MkDocs build: ``extra.timings_dir`` in
+    mkdocs.yml (default ``data/timings``), relative to the config file.
+    Shared by the hooks, so they all read the same files the same way."""
+    configured = config.get("extra", {}).get("timings_dir", "data/timings")
+    return load_dir((Path(config["config_file_path"]).parent / configured).resolve())
+
+
 def write_atomic(path: Path, doc: dict) -> None:
     """Validate, then replace ``path`` in one rename: readers never see half a file."""
     path = Path(path)
