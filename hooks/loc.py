@@ -14,13 +14,16 @@ Pure Python: the docs build needs neither torch nor triton.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
-from mkdocs.exceptions import PluginError
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:  # the hooks must work without an install
+    sys.path.insert(0, str(REPO_ROOT))
+
+from hooks._directives import rewrite_directives  # noqa: E402
+
 _LOC_RE = re.compile(r"\[\[loc\s+([\w./-]+\.py):([\w-]+)\]\]")
-_FENCE_RE = re.compile(r"^\s*(```|~~~)")
 
 
 def section_lines(path: Path, section: str) -> list[str]:
@@ -49,16 +52,8 @@ def count_loc(path: Path, section: str) -> int:
 
 def on_page_markdown(markdown, page, config, files):
     root = Path(config["config_file_path"]).parent.resolve()
-    out, in_fence = [], False
-    for number, line in enumerate(markdown.split("\n"), start=1):
-        if _FENCE_RE.match(line):
-            in_fence = not in_fence
-        if in_fence or "[[loc" not in line:
-            out.append(line)
-            continue
-        try:
-            line = _LOC_RE.sub(lambda m: str(count_loc(root / m[1], m[2])), line)
-        except ValueError as exc:
-            raise PluginError(f"{page.file.src_uri}:{number}: {exc}") from None
-        out.append(line)
-    return "\n".join(out)
+
+    def render(line: str) -> str:
+        return _LOC_RE.sub(lambda m: str(count_loc(root / m[1], m[2])), line)
+
+    return rewrite_directives(markdown, page, render)

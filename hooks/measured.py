@@ -52,6 +52,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # the hooks must work without an install
     sys.path.insert(0, str(REPO_ROOT))
 
+from hooks._directives import rewrite_directives  # noqa: E402
 from triton_course import timings as T  # noqa: E402
 from triton_course.runner import plots as P  # noqa: E402
 
@@ -61,12 +62,12 @@ _PLOT_RE = re.compile(r"^\[\[plot\s+([\w.-]+)\]\]\s*$")
 _CAPTURE_RE = re.compile(r"^\[\[capture\s+([\w.-]+)\]\]\s*$")
 _NOTEBOOK_RE = re.compile(r"^\[\[notebook\s+(\S+\.ipynb)\]\]\s*$")
 _MEASURED_RE = re.compile(r"\[\[measured\s+([^\]]+)\]\]")
-_FENCE_RE = re.compile(r"^\s*(```|~~~)")
 
 _state: dict = {}
 
 
 # ---------------------------------------------------------------- loading ---
+
 
 def on_config(config):
     try:
@@ -398,29 +399,17 @@ def render_notebook(nb_path: str, page, config, files) -> str:
 # ------------------------------------------------------------------- hook ---
 def on_page_markdown(markdown, page, config, files):
     gpus, root = _state["gpus"], _state["root"]
-    out, in_fence = [], False
-    for number, line in enumerate(markdown.split("\n"), start=1):
-        if _FENCE_RE.match(line):
-            in_fence = not in_fence
-        if in_fence:
-            out.append(line)
-            continue
-        try:
-            if m := _TABLE_RE.match(line.strip()):
-                out.append(render_timings(m.group(1), gpus, root))
-            elif m := _PLOT_RE.match(line.strip()):
-                plots_dir = Path(config["docs_dir"]) / "assets" / "plots"
-                out.append(render_plot(m.group(1), gpus, root, plots_dir))
-            elif m := _CAPTURE_RE.match(line.strip()):
-                out.append(render_capture(m.group(1), gpus, root))
-            elif m := _NOTEBOOK_RE.match(line.strip()):
-                out.append(render_notebook(m.group(1), page, config, files))
-            else:
-                out.append(
-                    _MEASURED_RE.sub(
-                        lambda m: render_measured(m.group(1), gpus, root), line
-                    )
-                )
-        except ValueError as exc:
-            raise PluginError(f"{page.file.src_uri}:{number}: {exc}") from None
-    return "\n".join(out)
+
+    def render(line: str) -> str:
+        if m := _TABLE_RE.match(line.strip()):
+            return render_timings(m.group(1), gpus, root)
+        if m := _PLOT_RE.match(line.strip()):
+            plots_dir = Path(config["docs_dir"]) / "assets" / "plots"
+            return render_plot(m.group(1), gpus, root, plots_dir)
+        if m := _CAPTURE_RE.match(line.strip()):
+            return render_capture(m.group(1), gpus, root)
+        if m := _NOTEBOOK_RE.match(line.strip()):
+            return render_notebook(m.group(1), page, config, files)
+        return _MEASURED_RE.sub(lambda m: render_measured(m.group(1), gpus, root), line)
+
+    return rewrite_directives(markdown, page, render)

@@ -27,10 +27,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # the hooks must work without an install
     sys.path.insert(0, str(REPO_ROOT))
 
+from hooks._directives import rewrite_directives  # noqa: E402
 from triton_course import timings as T  # noqa: E402
 
 _REPORT_RE = re.compile(r"^\[\[report\s+([\w.-]+)\]\]\s*$")
-_FENCE_RE = re.compile(r"^\s*(```|~~~)")
 _state: dict = {}
 
 
@@ -106,16 +106,10 @@ def render_report(name: str, gpus: list) -> str:
 
 
 def on_page_markdown(markdown, page, config, files):
-    out, in_fence = [], False
-    for number, line in enumerate(markdown.split("\n"), start=1):
-        if _FENCE_RE.match(line):
-            in_fence = not in_fence
-        match = None if in_fence else _REPORT_RE.match(line.strip())
-        if not match:
-            out.append(line)
-            continue
-        try:
-            out.append(render_report(match.group(1), _state["gpus"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise PluginError(f"{page.file.src_uri}:{number}: {exc}") from None
-    return "\n".join(out)
+    def render(line: str) -> str:
+        match = _REPORT_RE.match(line.strip())
+        return render_report(match.group(1), _state["gpus"]) if match else line
+
+    return rewrite_directives(
+        markdown, page, render, errors=(KeyError, TypeError, ValueError)
+    )

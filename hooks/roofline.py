@@ -41,10 +41,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # the hooks must work without an install
     sys.path.insert(0, str(REPO_ROOT))
 
+from hooks._directives import rewrite_directives  # noqa: E402
 from triton_course import timings as T  # noqa: E402
 
 _DIRECTIVE_RE = re.compile(r"^\[\[roofline((?:\s+[^\]]*)?)\]\]\s*$")
-_FENCE_RE = re.compile(r"^\s*(```|~~~)")
 
 # Plot geometry, in SVG user units.
 WIDTH, HEIGHT = 640, 400
@@ -338,16 +338,9 @@ def render_roofline(text: str, gpus: list) -> str:
 # ------------------------------------------------------------------- hook ---
 def on_page_markdown(markdown, page, config, files):
     gpus = _state.get("gpus", [])
-    out, in_fence = [], False
-    for number, line in enumerate(markdown.split("\n"), start=1):
-        if _FENCE_RE.match(line):
-            in_fence = not in_fence
-        m = None if in_fence else _DIRECTIVE_RE.match(line.strip())
-        if m is None:
-            out.append(line)
-            continue
-        try:
-            out.append(render_roofline(m.group(1), gpus))
-        except ValueError as exc:
-            raise PluginError(f"{page.file.src_uri}:{number}: {exc}") from None
-    return "\n".join(out)
+
+    def render(line: str) -> str:
+        m = _DIRECTIVE_RE.match(line.strip())
+        return render_roofline(m.group(1), gpus) if m else line
+
+    return rewrite_directives(markdown, page, render)
