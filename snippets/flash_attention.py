@@ -1,9 +1,18 @@
-"""Flash attention, forward pass: softmax(Q K^T * scale) V without the N x N matrix.
+"""Flash attention, forward and backward: softmax(Q K^T / sqrt(d)) V, no N x N matrix.
 
-Each program owns a block of query rows and walks over the keys and values in
-tiles, keeping a running maximum, a running sum and an unnormalised output in
-registers (the online softmax). Inputs are fp16 or bf16; the dot products run
-on tensor cores with fp32 accumulation; nothing of size N x N touches memory.
+Forward: each program owns a block of query rows and walks over the keys and
+values in tiles, keeping a running maximum, a running sum and an unnormalised
+output in registers (the online softmax). It also stores each row's
+log-sum-exp, which is all the backward pass needs to rebuild any tile of the
+attention weights.
+
+Backward: one small kernel computes D = rowsum(dO * O); one kernel per block
+of keys accumulates dK and dV over the queries; one kernel per block of
+queries accumulates dQ over the keys. No atomics, so results are
+deterministic. A torch.autograd.Function ties forward and backward together.
+
+Inputs are fp16 or bf16 (fp32, tf32 and fp8 for the accuracy study); the dot
+products run on tensor cores with fp32 accumulation.
 
 Run it:  TRITON_INTERPRET=1 python snippets/flash_attention.py   (CPU, interpreter)
          python snippets/flash_attention.py                      (CUDA GPU)
@@ -21,24 +30,69 @@ import triton.language as tl
 # --8<-- [end:imports]
 
 
-# --8<-- [start:kernel]
+# --8<-- [start:forward_kernel]
+@triton.jit
+def _forward_tiles(
+    acc, l_i, m_i,  # the running state of the online softmax
+    q, k_ptr, v_ptr, head_offset, offs_m, n_ctx, qk_scale,
+    key_lo, key_hi,  # the key range this loop covers, in steps of BLOCK_N
+    HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr,
+    MASKED: tl.constexpr,  # False: every key in range is valid and visible
+    CAUSAL: tl.constexpr, DOT_PRECISION: tl.constexpr, PV_FP16: tl.constexpr,
+):  # fmt: skip
+    offs_d = tl.arange(0, HEAD_DIM)
+    for start_n in range(key_lo, key_hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        kv_offsets = head_offset + offs_n[:, None] * HEAD_DIM + offs_d[None, :]
+        if MASKED:
+            key_ok = offs_n < n_ctx
+            k = tl.load(k_ptr + kv_offsets, mask=key_ok[:, None], other=0.0)
+            v = tl.load(v_ptr + kv_offsets, mask=key_ok[:, None], other=0.0)
+        else:  # interior tiles: no mask arithmetic at all
+            k = tl.load(k_ptr + kv_offsets)
+            v = tl.load(v_ptr + kv_offsets)
+
+        # Scores in base 2: qk_scale = log2(e) / sqrt(HEAD_DIM).
+        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
+        if MASKED:
+            keep = key_ok[None, :]
+            if CAUSAL:
+                keep = keep & (offs_n[None, :] <= offs_m[:, None])
+            s = tl.where(keep, s, float("-inf"))
+
+        # Online softmax: rescale what was summed so far to the new maximum.
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        alpha = tl.exp2(m_i - m_new)  # 0 on the first tile (m_i = -inf)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        if PV_FP16:  # fp8 inputs: the weights keep fp16 precision in P @ V
+            pv = tl.dot(p.to(tl.float16), v.to(tl.float16))
+        else:
+            pv = tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
+        acc = acc * alpha[:, None] + pv
+        m_i = m_new
+    return acc, l_i, m_i
+
+
 @triton.jit
 def _attention_fwd_kernel(
-    q_ptr,  # queries, (batch, heads, n_ctx, HEAD_DIM), contiguous
-    k_ptr,  # keys, same shape
-    v_ptr,  # values, same shape
-    out_ptr,  # output, same shape and dtype
-    n_ctx,  # sequence length
-    qk_scale,  # 1/sqrt(HEAD_DIM) * log2(e): scores are kept in base 2
+    q_ptr, k_ptr, v_ptr,  # (batch, heads, n_ctx, HEAD_DIM), contiguous
+    out_ptr,  # same shape (fp16 when the inputs are fp8)
+    lse_ptr,  # (batch, heads, n_ctx) float32: log-sum-exp of each score row
+    n_ctx,
+    qk_scale,  # log2(e) / sqrt(HEAD_DIM)
     HEAD_DIM: tl.constexpr,
     CAUSAL: tl.constexpr,  # query i sees keys 0..i only
     BLOCK_M: tl.constexpr,  # query rows per program
-    BLOCK_N: tl.constexpr,  # keys per step of the loop
-):
+    BLOCK_N: tl.constexpr,  # keys per step; divides BLOCK_M
+    DOT_PRECISION: tl.constexpr,  # fp32 inputs: "ieee" or "tf32"
+    PV_FP16: tl.constexpr,
+):  # fmt: skip
     pid_m = tl.program_id(axis=0)  # which block of query rows
     pid_bh = tl.program_id(axis=1)  # which (batch, head) pair
     head_offset = pid_bh.to(tl.int64) * n_ctx * HEAD_DIM
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    start_m = pid_m * BLOCK_M
+    offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
     row_ok = offs_m < n_ctx
 
@@ -50,66 +104,269 @@ def _attention_fwd_kernel(
     l_i = tl.zeros([BLOCK_M], tl.float32)  # running sum of exp2(s - m_i)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)  # running sum of p @ v
 
-    # With a causal mask, key blocks past this query block are all masked out.
-    end = tl.minimum((pid_m + 1) * BLOCK_M, n_ctx) if CAUSAL else n_ctx
-    for start_n in range(0, end, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        col_ok = offs_n < n_ctx
-        kv_offsets = head_offset + offs_n[:, None] * HEAD_DIM + offs_d[None, :]
-        k = tl.load(k_ptr + kv_offsets, mask=col_ok[:, None], other=0.0)
-        v = tl.load(v_ptr + kv_offsets, mask=col_ok[:, None], other=0.0)
-
-        s = tl.dot(q, tl.trans(k)) * qk_scale  # (BLOCK_M, BLOCK_N), fp32
-        keep = col_ok[None, :]
-        if CAUSAL:
-            keep = keep & (offs_n[None, :] <= offs_m[:, None])
-        s = tl.where(keep, s, float("-inf"))
-
-        # Online softmax: rescale what was summed so far to the new maximum.
-        # Key 0 is in the first block and never masked, so m_new is finite.
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
-        alpha = tl.exp2(m_i - m_new)  # 0 on the first step (m_i = -inf)
-        p = tl.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-        m_i = m_new
+    if CAUSAL:
+        # Keys left of this block are visible to every row: no mask. Then the
+        # tiles on the diagonal, masked. Tiles right of it are never loaded.
+        acc, l_i, m_i = _forward_tiles(
+            acc, l_i, m_i, q, k_ptr, v_ptr, head_offset, offs_m, n_ctx, qk_scale,
+            0, start_m, HEAD_DIM, BLOCK_N, False, True, DOT_PRECISION, PV_FP16,
+        )  # fmt: skip
+        diagonal_end = tl.minimum(start_m + BLOCK_M, n_ctx)
+        acc, l_i, m_i = _forward_tiles(
+            acc, l_i, m_i, q, k_ptr, v_ptr, head_offset, offs_m, n_ctx, qk_scale,
+            start_m, diagonal_end, HEAD_DIM, BLOCK_N, True, True,
+            DOT_PRECISION, PV_FP16,
+        )  # fmt: skip
+    else:
+        # Whole tiles without a mask, then the ragged tail (if any) with one.
+        full_end = (n_ctx // BLOCK_N) * BLOCK_N
+        acc, l_i, m_i = _forward_tiles(
+            acc, l_i, m_i, q, k_ptr, v_ptr, head_offset, offs_m, n_ctx, qk_scale,
+            0, full_end, HEAD_DIM, BLOCK_N, False, False, DOT_PRECISION, PV_FP16,
+        )  # fmt: skip
+        acc, l_i, m_i = _forward_tiles(
+            acc, l_i, m_i, q, k_ptr, v_ptr, head_offset, offs_m, n_ctx, qk_scale,
+            full_end, n_ctx, HEAD_DIM, BLOCK_N, True, False, DOT_PRECISION, PV_FP16,
+        )  # fmt: skip
 
     out = acc / l_i[:, None]
     out_ptrs = out_ptr + head_offset + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
     tl.store(out_ptrs, out.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])
+    # log-sum-exp in natural units: (m + log2 l) * ln 2.
+    lse = (m_i + tl.log2(l_i)) * 0.6931471805599453
+    tl.store(lse_ptr + pid_bh.to(tl.int64) * n_ctx + offs_m, lse, mask=row_ok)
 
 
-# --8<-- [end:kernel]
+# --8<-- [end:forward_kernel]
+
+
+# --8<-- [start:backward_kernels]
+@triton.jit
+def _attention_bwd_delta_kernel(
+    out_ptr, dout_ptr, delta_ptr, n_rows,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+):  # fmt: skip
+    # D_i = sum_d dO_id * O_id for every row of every head, in fp32.
+    rows = tl.program_id(axis=0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    ok = rows < n_rows
+    offsets = rows.to(tl.int64)[:, None] * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
+    o = tl.load(out_ptr + offsets, mask=ok[:, None], other=0.0).to(tl.float32)
+    do = tl.load(dout_ptr + offsets, mask=ok[:, None], other=0.0).to(tl.float32)
+    tl.store(delta_ptr + rows, tl.sum(o * do, axis=1), mask=ok)
+
+
+@triton.jit
+def _dkdv_tiles(
+    dk, dv, k, v,  # this program's key block and its gradients so far
+    q_ptr, do_ptr, lse_ptr, delta_ptr, head_offset, row_offset, offs_n,
+    n_ctx, qk_scale, query_lo, query_hi,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+    MASKED: tl.constexpr, CAUSAL: tl.constexpr,
+):  # fmt: skip
+    offs_d = tl.arange(0, HEAD_DIM)
+    for start_m in range(query_lo, query_hi, BLOCK_M):
+        offs_m = start_m + tl.arange(0, BLOCK_M)
+        row_offsets = head_offset + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
+        if MASKED:
+            row_ok = offs_m < n_ctx
+            q = tl.load(q_ptr + row_offsets, mask=row_ok[:, None], other=0.0)
+            do = tl.load(do_ptr + row_offsets, mask=row_ok[:, None], other=0.0)
+            lse = tl.load(lse_ptr + row_offset + offs_m, mask=row_ok, other=0.0)
+            delta = tl.load(delta_ptr + row_offset + offs_m, mask=row_ok, other=0.0)
+        else:
+            q = tl.load(q_ptr + row_offsets)
+            do = tl.load(do_ptr + row_offsets)
+            lse = tl.load(lse_ptr + row_offset + offs_m)
+            delta = tl.load(delta_ptr + row_offset + offs_m)
+        # The attention weights, transposed (keys x queries), rebuilt from the
+        # stored log-sum-exp: P = exp(S / sqrt(d) - lse), in base 2.
+        s_t = tl.dot(k, tl.trans(q))
+        p_t = tl.exp2(s_t * qk_scale - lse[None, :] * 1.4426950408889634)
+        if MASKED:
+            keep = row_ok[None, :]
+            if CAUSAL:
+                keep = keep & (offs_m[None, :] >= offs_n[:, None])
+            p_t = tl.where(keep, p_t, 0.0)
+        dv += tl.dot(p_t.to(do.dtype), do)  # dV = P^T dO
+        dp_t = tl.dot(v, tl.trans(do))  # (dO V^T)^T
+        ds_t = p_t * (dp_t - delta[None, :])  # dS = P * (dP - D)
+        dk += tl.dot(ds_t.to(q.dtype), q)  # dK = dS^T Q (scaled at the end)
+    return dk, dv
+
+
+@triton.jit
+def _attention_bwd_dkdv_kernel(
+    q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr,
+    n_ctx, qk_scale, sm_scale,
+    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr,
+    BLOCK_M: tl.constexpr,  # queries per step; divides BLOCK_N
+    BLOCK_N: tl.constexpr,  # keys per program
+):  # fmt: skip
+    pid_n = tl.program_id(axis=0)
+    pid_bh = tl.program_id(axis=1)
+    head_offset = pid_bh.to(tl.int64) * n_ctx * HEAD_DIM
+    row_offset = pid_bh.to(tl.int64) * n_ctx
+    start_n = pid_n * BLOCK_N
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    key_ok = offs_n < n_ctx
+    kv_offsets = head_offset + offs_n[:, None] * HEAD_DIM + offs_d[None, :]
+    k = tl.load(k_ptr + kv_offsets, mask=key_ok[:, None], other=0.0)
+    v = tl.load(v_ptr + kv_offsets, mask=key_ok[:, None], other=0.0)
+    dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
+    dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
+
+    if CAUSAL:
+        # Only queries at or after this key block see it: first the queries on
+        # the diagonal (masked), then every later query (no mask but the tail).
+        diagonal_end = tl.minimum(start_n + BLOCK_N, n_ctx)
+        dk, dv = _dkdv_tiles(
+            dk, dv, k, v, q_ptr, do_ptr, lse_ptr, delta_ptr, head_offset,
+            row_offset, offs_n, n_ctx, qk_scale, start_n, diagonal_end,
+            HEAD_DIM, BLOCK_M, True, True,
+        )  # fmt: skip
+        first_full = start_n + BLOCK_N
+    else:
+        first_full = 0
+    full_end = (n_ctx // BLOCK_M) * BLOCK_M
+    dk, dv = _dkdv_tiles(
+        dk, dv, k, v, q_ptr, do_ptr, lse_ptr, delta_ptr, head_offset, row_offset,
+        offs_n, n_ctx, qk_scale, first_full, full_end, HEAD_DIM, BLOCK_M,
+        False, CAUSAL,
+    )  # fmt: skip
+    dk, dv = _dkdv_tiles(
+        dk, dv, k, v, q_ptr, do_ptr, lse_ptr, delta_ptr, head_offset, row_offset,
+        offs_n, n_ctx, qk_scale, tl.maximum(first_full, full_end), n_ctx,
+        HEAD_DIM, BLOCK_M, True, CAUSAL,
+    )  # fmt: skip
+
+    tl.store(dk_ptr + kv_offsets, (dk * sm_scale).to(dk_ptr.dtype.element_ty),
+             mask=key_ok[:, None])  # fmt: skip
+    tl.store(dv_ptr + kv_offsets, dv.to(dv_ptr.dtype.element_ty), mask=key_ok[:, None])
+
+
+@triton.jit
+def _dq_tiles(
+    dq, q, do, lse, delta,  # this program's query block and its row statistics
+    k_ptr, v_ptr, head_offset, offs_m, n_ctx, qk_scale, key_lo, key_hi,
+    HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr,
+    MASKED: tl.constexpr, CAUSAL: tl.constexpr,
+):  # fmt: skip
+    offs_d = tl.arange(0, HEAD_DIM)
+    for start_n in range(key_lo, key_hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        kv_offsets = head_offset + offs_n[:, None] * HEAD_DIM + offs_d[None, :]
+        if MASKED:
+            key_ok = offs_n < n_ctx
+            k = tl.load(k_ptr + kv_offsets, mask=key_ok[:, None], other=0.0)
+            v = tl.load(v_ptr + kv_offsets, mask=key_ok[:, None], other=0.0)
+        else:
+            k = tl.load(k_ptr + kv_offsets)
+            v = tl.load(v_ptr + kv_offsets)
+        s = tl.dot(q, tl.trans(k))
+        p = tl.exp2(s * qk_scale - lse[:, None])  # lse is in base 2 here
+        if MASKED:
+            keep = key_ok[None, :]
+            if CAUSAL:
+                keep = keep & (offs_n[None, :] <= offs_m[:, None])
+            p = tl.where(keep, p, 0.0)
+        dp = tl.dot(do, tl.trans(v))
+        ds = p * (dp - delta[:, None])
+        dq += tl.dot(ds.to(k.dtype), k)  # dQ = dS K (scaled at the end)
+    return dq
+
+
+@triton.jit
+def _attention_bwd_dq_kernel(
+    q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr,
+    n_ctx, qk_scale, sm_scale,
+    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr,
+    BLOCK_M: tl.constexpr,  # queries per program
+    BLOCK_N: tl.constexpr,  # keys per step; divides BLOCK_M
+):  # fmt: skip
+    pid_m = tl.program_id(axis=0)
+    pid_bh = tl.program_id(axis=1)
+    head_offset = pid_bh.to(tl.int64) * n_ctx * HEAD_DIM
+    row_offset = pid_bh.to(tl.int64) * n_ctx
+    start_m = pid_m * BLOCK_M
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    row_ok = offs_m < n_ctx
+    row_offsets = head_offset + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
+    q = tl.load(q_ptr + row_offsets, mask=row_ok[:, None], other=0.0)
+    do = tl.load(do_ptr + row_offsets, mask=row_ok[:, None], other=0.0)
+    lse = tl.load(lse_ptr + row_offset + offs_m, mask=row_ok, other=0.0)
+    lse = lse * 1.4426950408889634  # to base 2, once per row
+    delta = tl.load(delta_ptr + row_offset + offs_m, mask=row_ok, other=0.0)
+    dq = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+
+    if CAUSAL:
+        dq = _dq_tiles(
+            dq, q, do, lse, delta, k_ptr, v_ptr, head_offset, offs_m, n_ctx,
+            qk_scale, 0, start_m, HEAD_DIM, BLOCK_N, False, True,
+        )  # fmt: skip
+        dq = _dq_tiles(
+            dq, q, do, lse, delta, k_ptr, v_ptr, head_offset, offs_m, n_ctx,
+            qk_scale, start_m, tl.minimum(start_m + BLOCK_M, n_ctx),
+            HEAD_DIM, BLOCK_N, True, True,
+        )  # fmt: skip
+    else:
+        full_end = (n_ctx // BLOCK_N) * BLOCK_N
+        dq = _dq_tiles(
+            dq, q, do, lse, delta, k_ptr, v_ptr, head_offset, offs_m, n_ctx,
+            qk_scale, 0, full_end, HEAD_DIM, BLOCK_N, False, False,
+        )  # fmt: skip
+        dq = _dq_tiles(
+            dq, q, do, lse, delta, k_ptr, v_ptr, head_offset, offs_m, n_ctx,
+            qk_scale, full_end, n_ctx, HEAD_DIM, BLOCK_N, True, False,
+        )  # fmt: skip
+    tl.store(dq_ptr + row_offsets, (dq * sm_scale).to(dq_ptr.dtype.element_ty),
+             mask=row_ok[:, None])  # fmt: skip
+
+
+# --8<-- [end:backward_kernels]
 
 
 # --8<-- [start:launcher]
-SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
+TRAINING_DTYPES = (torch.float16, torch.bfloat16)  # forward and backward
+FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e5m2)  # forward only, fp16 output
+FORWARD_DTYPES = (torch.float32, *TRAINING_DTYPES, *FP8_DTYPES)
 HEAD_DIMS = (16, 32, 64, 128)
 
 
-def default_config(head_dim: int) -> dict:
-    """Tile sizes and launch options; the GPU runner times these."""
-    if head_dim == 128:
-        return {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 2}
-    return {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 4, "num_stages": 3}
+def default_config(head_dim: int, direction: str = "forward") -> dict:
+    """Tile sizes and launch options per head dimension (chosen on an H100)."""
+    if direction == "forward":  # 8 warps: two warpgroups of 64 query rows each
+        return {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 3}
+    if direction == "backward":
+        # Each backward program holds BLOCK_HELD rows (keys in the dK/dV
+        # kernel, queries in the dQ kernel) and steps over the other side
+        # BLOCK_STEP rows at a time.
+        if head_dim == 128:
+            return {
+                "BLOCK_HELD": 128,
+                "BLOCK_STEP": 64,
+                "num_warps": 8,
+                "num_stages": 2,
+            }
+        return {"BLOCK_HELD": 64, "BLOCK_STEP": 32, "num_warps": 4, "num_stages": 3}
+    raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
 
 
-def flash_attention(q, k, v, causal=False, out=None, config=None):
-    """softmax(q k^T / sqrt(d), causal mask optional) v, for (batch, heads, n, d)."""
-    tensors = {"q": q, "k": k, "v": v}
-    for name, t in tensors.items():
+def _check_inputs(named: dict, allowed: tuple) -> torch.Tensor:
+    """Validate q, k, v (and dO, O for the backward pass); return q."""
+    for name, t in named.items():
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor")
+    q = named["q"]
     if q.device.type != "cuda" and not _interpreting():
         raise ValueError(
             f"tensors are on {q.device}: move them to a CUDA GPU, or set "
-            "TRITON_INTERPRET=1 to run the kernel on the CPU"
+            "TRITON_INTERPRET=1 to run the kernels on the CPU"
         )
-    for name, t in tensors.items():
+    for name, t in named.items():
         if t.device != q.device:
             raise ValueError(f"{name} is on {t.device}, q on {q.device}")
-        if t.dtype != q.dtype:
-            raise TypeError(f"dtypes differ: {name} is {t.dtype}, q is {q.dtype}")
         if t.dim() != 4 or t.shape != q.shape:
             raise ValueError(
                 f"q, k, v must share one shape (batch, heads, n_ctx, head_dim); "
@@ -117,32 +374,99 @@ def flash_attention(q, k, v, causal=False, out=None, config=None):
             )
         if not t.is_contiguous():
             raise ValueError(f"{name} must be contiguous (call .contiguous())")
-    if q.dtype not in SUPPORTED_DTYPES:
-        raise TypeError(f"unsupported dtype {q.dtype}; use one of {SUPPORTED_DTYPES}")
-    batch, heads, n_ctx, head_dim = q.shape
-    if head_dim not in HEAD_DIMS:
-        raise ValueError(f"head_dim must be one of {HEAD_DIMS}, got {head_dim}")
-    cfg = dict(default_config(head_dim), **(config or {}))
-    for key in ("BLOCK_M", "BLOCK_N"):
+    for name in ("k", "v"):
+        if named[name].dtype != q.dtype:
+            raise TypeError(
+                f"dtypes differ: {name} is {named[name].dtype}, q is {q.dtype}"
+            )
+    if q.dtype not in allowed:
+        raise TypeError(f"unsupported dtype {q.dtype}; use one of {allowed}")
+    if q.shape[-1] not in HEAD_DIMS:
+        raise ValueError(f"head_dim must be one of {HEAD_DIMS}, got {q.shape[-1]}")
+    return q
+
+
+def _tiles(config: dict, base: dict, big: str, small: str) -> dict:
+    cfg = dict(base, **(config or {}))
+    for key in (big, small):
         if cfg[key] < 16 or cfg[key] & (cfg[key] - 1):
             raise ValueError(f"{key} must be a power of two >= 16, got {cfg[key]}")
+    # The causal loops stop exactly at the diagonal block: small divides big.
+    if cfg[big] % cfg[small]:
+        raise ValueError(f"{small} must divide {big}, got {cfg[small]}, {cfg[big]}")
+    return cfg
+
+
+def attention_forward(
+    q, k, v, causal=False, out=None, lse=None, config=None, allow_tf32=False
+):
+    """(out, lse): attention and each row's log-sum-exp, for (batch, heads, n, d).
+
+    fp32 inputs use exact fp32 products unless allow_tf32=True; fp8 inputs
+    compute Q K^T in fp8 and P V in fp16 and return fp16.
+    """
+    _check_inputs({"q": q, "k": k, "v": v}, FORWARD_DTYPES)
+    batch, heads, n_ctx, head_dim = q.shape
+    cfg = _tiles(config, default_config(head_dim), "BLOCK_M", "BLOCK_N")
+    out_dtype = torch.float16 if q.dtype in FP8_DTYPES else q.dtype
     if out is None:
-        out = torch.empty_like(q)
-    elif out.shape != q.shape or out.dtype != q.dtype or out.device != q.device:
-        raise ValueError("out must match q in shape, dtype and device")
+        out = torch.empty(q.shape, dtype=out_dtype, device=q.device)
+    elif out.shape != q.shape or out.dtype != out_dtype or out.device != q.device:
+        raise ValueError(f"out must be {out_dtype} with q's shape and device")
     elif not out.is_contiguous():
         raise ValueError("out must be contiguous")
+    if lse is None:
+        lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
+    elif lse.shape != q.shape[:-1] or lse.dtype != torch.float32:
+        raise ValueError("lse must be float32 of shape (batch, heads, n_ctx)")
     if q.numel() == 0:
-        return out
-    qk_scale = 1.0 / math.sqrt(head_dim) * math.log2(math.e)
+        return out, lse
     grid = (triton.cdiv(n_ctx, cfg["BLOCK_M"]), batch * heads)
     _attention_fwd_kernel[grid](
-        q, k, v, out, n_ctx, qk_scale,
+        q, k, v, out, lse, n_ctx, math.log2(math.e) / math.sqrt(head_dim),
         HEAD_DIM=head_dim, CAUSAL=bool(causal),
         BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
+        DOT_PRECISION="tf32" if allow_tf32 else "ieee",
+        PV_FP16=q.dtype in FP8_DTYPES,
         num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
     )  # fmt: skip
-    return out
+    return out, lse
+
+
+def attention_backward(q, k, v, out, lse, dout, causal=False, config=None):
+    """(dq, dk, dv) from the forward pass's inputs, output and log-sum-exp."""
+    named = {"q": q, "k": k, "v": v, "out": out, "dout": dout}
+    _check_inputs(named, TRAINING_DTYPES)
+    if out.dtype != q.dtype or dout.dtype != q.dtype:
+        raise TypeError("out and dout must have q's dtype")
+    if lse.shape != q.shape[:-1] or lse.dtype != torch.float32:
+        raise ValueError("lse must be float32 of shape (batch, heads, n_ctx)")
+    batch, heads, n_ctx, head_dim = q.shape
+    cfg = _tiles(
+        config, default_config(head_dim, "backward"), "BLOCK_HELD", "BLOCK_STEP"
+    )
+    dq, dk, dv = (torch.empty_like(t) for t in (q, k, v))
+    if q.numel() == 0:
+        return dq, dk, dv
+    delta = torch.empty_like(lse)
+    n_rows = batch * heads * n_ctx
+    _attention_bwd_delta_kernel[(triton.cdiv(n_rows, 64),)](
+        out, dout, delta, n_rows, HEAD_DIM=head_dim, BLOCK_M=64
+    )
+    sm_scale = 1.0 / math.sqrt(head_dim)
+    held, step = cfg["BLOCK_HELD"], cfg["BLOCK_STEP"]
+    launch = dict(HEAD_DIM=head_dim, CAUSAL=bool(causal),
+                  num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])  # fmt: skip
+    grid = (triton.cdiv(n_ctx, held), batch * heads)
+    _attention_bwd_dkdv_kernel[grid](
+        q, k, v, dout, lse, delta, dk, dv, n_ctx,
+        sm_scale * math.log2(math.e), sm_scale, BLOCK_M=step, BLOCK_N=held, **launch,
+    )  # fmt: skip
+    _attention_bwd_dq_kernel[grid](
+        q, k, v, dout, lse, delta, dq, n_ctx,
+        sm_scale * math.log2(math.e), sm_scale, BLOCK_M=held, BLOCK_N=step, **launch,
+    )  # fmt: skip
+    return dq, dk, dv
 
 
 def _interpreting() -> bool:
@@ -150,6 +474,35 @@ def _interpreting() -> bool:
 
 
 # --8<-- [end:launcher]
+
+
+# --8<-- [start:autograd]
+class FlashAttention(torch.autograd.Function):
+    """Forward saves q, k, v, the output and the log-sum-exp (not P)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal, config, bwd_config):
+        out, lse = attention_forward(q, k, v, causal, config=config)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.causal, ctx.bwd_config = causal, bwd_config
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, out, lse = ctx.saved_tensors
+        # An upstream gradient may be a broadcast view (e.g. from .sum()).
+        grads = attention_backward(
+            q, k, v, out, lse, dout.contiguous(), ctx.causal, ctx.bwd_config
+        )
+        return (*grads, None, None, None)
+
+
+def flash_attention(q, k, v, causal=False, config=None, bwd_config=None):
+    """softmax(q k^T / sqrt(d), causal mask optional) v, differentiable."""
+    return FlashAttention.apply(q, k, v, bool(causal), config, bwd_config)
+
+
+# --8<-- [end:autograd]
 
 
 # --8<-- [start:reference]
@@ -169,14 +522,37 @@ def attention_ref(q, k, v, causal=False):
 
 
 def attention_sdpa(q, k, v, causal=False):
-    """PyTorch's fused attention (flash / memory-efficient kernels on a GPU)."""
+    """PyTorch's fused attention (flash / memory-efficient / cuDNN kernels)."""
     return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
 # --8<-- [end:reference]
 
 
-# --8<-- [start:loss_scaling]
+# --8<-- [start:formats]
+def format_table() -> list[dict]:
+    """Range and precision of each input format, straight from torch.finfo."""
+    rows = []
+    for name, dtype, mantissa_bits in [
+        ("fp32", torch.float32, 23),
+        ("tf32", torch.float32, 10),  # fp32's range, 10 stored mantissa bits
+        ("fp16", torch.float16, 10),
+        ("bf16", torch.bfloat16, 7),
+        ("fp8 e4m3", torch.float8_e4m3fn, 3),
+        ("fp8 e5m2", torch.float8_e5m2, 2),
+    ]:
+        info = torch.finfo(dtype)
+        rows.append({
+            "format": name,
+            "bits": 19 if name == "tf32" else info.bits,
+            "mantissa bits": mantissa_bits,
+            "eps": 2.0**-mantissa_bits,  # spacing of numbers just above 1
+            "max": info.max,
+            "smallest normal": info.smallest_normal,
+        })  # fmt: skip
+    return rows
+
+
 def fp16_gradient_survives(grad: float, scale: float) -> bool:
     """Does a gradient of this size survive a round trip through fp16 at `scale`?
 
@@ -191,7 +567,89 @@ def fp16_gradient_survives(grad: float, scale: float) -> bool:
     return bool(unscaled != 0) and abs(unscaled.item() - grad) <= 0.01 * abs(grad)
 
 
-# --8<-- [end:loss_scaling]
+# --8<-- [end:formats]
+
+
+# --8<-- [start:accuracy]
+ACCURACY_FORMATS = {  # name -> (input dtype, allow_tf32)
+    "fp32": (torch.float32, False),
+    "tf32": (torch.float32, True),
+    "fp16": (torch.float16, False),
+    "bf16": (torch.bfloat16, False),
+    "fp8 e4m3": (torch.float8_e4m3fn, False),
+    "fp8 e5m2": (torch.float8_e5m2, False),
+}
+
+
+def accuracy_table(device, shape=(1, 4, 1024, 64), causal=False, seed=0, config=None):
+    """Error of the forward kernel per input format against float64 attention.
+
+    The reference is float64 attention of the unrounded fp32 inputs; "inputs
+    only" is float64 attention of the inputs after rounding to the format,
+    so the difference between the two columns is what the kernel adds.
+    """
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    q, k, v = (torch.randn(shape, generator=gen).to(device) for _ in range(3))
+    exact = attention_ref(q, k, v, causal)
+    scale = exact.abs().max().item()
+    rows = []
+    for name, (dtype, tf32) in ACCURACY_FORMATS.items():
+        rounded = [t.to(dtype) for t in (q, k, v)]
+        out, _ = attention_forward(*rounded, causal, config=config, allow_tf32=tf32)
+        inputs_only = attention_ref(*rounded, causal)
+        err = (out.double() - exact).abs()
+        rows.append({
+            "format": name,
+            "max abs error": err.max().item(),
+            "mean abs error": err.mean().item(),
+            "max error, inputs only": (inputs_only - exact).abs().max().item(),
+            "max error / max |O|": err.max().item() / scale,
+        })  # fmt: skip
+    return rows
+
+
+# --8<-- [end:accuracy]
+
+
+# --8<-- [start:memory]
+def peak_memory_mib(fn, *args) -> float:
+    """Memory a call allocates on the GPU beyond its inputs, at its peak."""
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    result = fn(*args)
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - before
+    del result
+    return peak / 2**20
+
+
+def memory_table(device="cuda", n_ctxs=(1024, 2048, 4096, 8192, 16384)) -> list[dict]:
+    """Extra GPU memory of one forward call, naive against flash (fp16, d = 64)."""
+    rows = []
+    for n in n_ctxs:
+        q, k, v = (
+            torch.randn(4, 32, n, 64, dtype=torch.float16, device=device)
+            for _ in range(3)
+        )
+        row = {"n_ctx": n, "one fp16 score matrix (MiB)": 4 * 32 * n * n * 2 / 2**20}
+        for label, fn in [("naive", attention_eager), ("flash (Triton)", _forward_only),
+                          ("SDPA", attention_sdpa)]:  # fmt: skip
+            try:
+                row[f"{label} (MiB)"] = round(peak_memory_mib(fn, q, k, v), 1)
+            except torch.OutOfMemoryError:
+                row[f"{label} (MiB)"] = "out of memory"
+            torch.cuda.empty_cache()
+        rows.append(row)
+        del q, k, v
+    return rows
+
+
+def _forward_only(q, k, v, causal=False):
+    return attention_forward(q, k, v, causal)[0]
+
+
+# --8<-- [end:memory]
 
 
 # --8<-- [start:benchmark]
@@ -208,6 +666,13 @@ def _bench_flops(size, dtype):
     return flops // 2 if size["causal"] else flops
 
 
+def _bench_bwd_flops(size, dtype):
+    # The convention of the FlashAttention papers: the backward pass does five
+    # matmuls to the forward's two, 2.5x the forward's FLOPs (recomputation of
+    # the scores is not counted as useful work).
+    return 5 * _bench_flops(size, dtype) // 2
+
+
 def _bench_bytes(size, dtype):
     # Compulsory traffic: Q, K, V read and O written once each (the roofline
     # plot's x position; re-reads of K and V that miss L2 come on top).
@@ -217,41 +682,118 @@ def _bench_bytes(size, dtype):
     )
 
 
+def _bench_bwd_inputs(size, dtype, device):
+    q, k, v, causal = _bench_inputs(size, dtype, device)
+    for t in (q, k, v):
+        t.requires_grad_(True)
+    dout = torch.randn_like(q)
+    return ({"q": q, "k": k, "v": v, "dout": dout, "causal": causal},)
+
+
+def _backward_of(attention):
+    """A callable timing only the backward pass of `attention`.
+
+    The first call runs the forward pass once and keeps its graph (replacing
+    the previous implementation's, to free its memory); every later call runs
+    the backward pass alone.
+    """
+
+    def run(state):
+        if state.get("graph_of") is not attention:
+            state.pop("out", None)
+            q, k, v = state["q"], state["k"], state["v"]
+            state["out"] = attention(q, k, v, state["causal"])
+            state["graph_of"] = attention
+        inputs = (state["q"], state["k"], state["v"])
+        return torch.autograd.grad(state["out"], inputs, state["dout"],
+                                   retain_graph=True)  # fmt: skip
+
+    return run
+
+
+# batch 4, 32 heads of 64 or 16 heads of 128 (model width 2048 either way).
 BENCHMARK_SIZES = [
-    {"batch": 16384 // n, "heads": 16, "n_ctx": n, "head_dim": d, "causal": c}
+    {"batch": 4, "heads": 2048 // d, "n_ctx": n, "head_dim": d, "causal": c}
     for d in (64, 128)
     for c in (0, 1)
-    for n in (2048, 8192)
+    for n in (1024, 2048, 4096, 8192, 16384)
 ]
-BENCHMARK_DTYPES = ["float16", "bfloat16"]
+BENCHMARK_DTYPES = ["float16"]
 
 
-def _roofline_report():
-    """FLOPs and bytes of every row, for the roofline plot of lesson 01."""
+_ATTENTION_WORDS = ("attention", "fmha", "flash", "cudnn", "sdpa")
+
+
+def _sdpa_kernels() -> list[dict]:
+    """Which CUDA kernels SDPA launched for each benchmark head dim and mask."""
+    from torch.profiler import ProfilerActivity, profile
+
+    rows = []
+    for d in (64, 128):
+        for causal in (False, True):
+            q, k, v = _bench_inputs(
+                {"batch": 1, "heads": 2048 // d, "n_ctx": 4096, "head_dim": d,
+                 "causal": causal}, torch.float16, "cuda")  # fmt: skip
+            for t in (q, k, v):
+                t.requires_grad_(True)
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                attention_sdpa(q, k, v, causal).sum().backward()
+                torch.cuda.synchronize()
+            names = sorted(
+                event.key
+                for event in prof.key_averages()
+                if any(word in event.key.lower() for word in _ATTENTION_WORDS)
+            )
+            rows.append({"head_dim": d, "causal": int(causal),
+                         "SDPA kernels": "; ".join(n[:90] for n in names)})  # fmt: skip
+    return rows
+
+
+def _forward_report():
+    fp16 = torch.float16
     return {
+        "sdpa_kernels": _sdpa_kernels(),
+        "memory": memory_table(),
+        "accuracy": accuracy_table("cuda"),
+        # FLOPs and bytes of every row, for the roofline plot of lesson 01.
         "roofline": [
-            {**size, "dtype": name,
-             "flops": _bench_flops(size, getattr(torch, name)),
-             "bytes": _bench_bytes(size, getattr(torch, name))}
-            for name in BENCHMARK_DTYPES
+            {**size, "dtype": "float16", "flops": _bench_flops(size, fp16),
+             "bytes": _bench_bytes(size, fp16)}
             for size in BENCHMARK_SIZES
-        ]
+        ],
     }  # fmt: skip
 
 
-BENCHMARK = {
-    "name": "flash_attention_fwd",
-    "title": "Attention forward, softmax(QKᵀ/√d)V, 16 384 tokens per call",
-    "params": ["batch", "heads", "n_ctx", "head_dim", "causal"],
-    "sizes": BENCHMARK_SIZES,
-    "dtypes": BENCHMARK_DTYPES,
-    "metric": "compute",  # TFLOP/s, roofline = measured bf16 matmul rate
-    "work": _bench_flops,
-    "make_inputs": _bench_inputs,
-    "triton": flash_attention,
-    "peers": {"PyTorch eager": attention_eager, "SDPA": attention_sdpa},
-    "report": _roofline_report,
-}
+BENCHMARKS = [
+    {
+        "name": "flash_attention_fwd",
+        "title": "Attention forward, softmax(QKᵀ/√d)V, batch 4, model width 2048",
+        "params": ["batch", "heads", "n_ctx", "head_dim", "causal"],
+        "sizes": BENCHMARK_SIZES,
+        "dtypes": BENCHMARK_DTYPES,
+        "metric": "compute",  # TFLOP/s, roofline = measured bf16 matmul rate
+        "work": _bench_flops,
+        "make_inputs": _bench_inputs,
+        "triton": _forward_only,
+        "peers": {"PyTorch eager": attention_eager, "SDPA": attention_sdpa},
+        "report": _forward_report,
+    },
+    {
+        "name": "flash_attention_bwd",
+        "title": "Attention backward (dQ, dK, dV), batch 4, model width 2048",
+        "params": ["batch", "heads", "n_ctx", "head_dim", "causal"],
+        "sizes": BENCHMARK_SIZES,
+        "dtypes": BENCHMARK_DTYPES,
+        "metric": "compute",
+        "work": _bench_bwd_flops,
+        "make_inputs": _bench_bwd_inputs,
+        "triton": _backward_of(flash_attention),
+        "peers": {
+            "PyTorch eager": _backward_of(attention_eager),
+            "SDPA": _backward_of(attention_sdpa),
+        },
+    },
+]
 # --8<-- [end:benchmark]
 
 
@@ -259,22 +801,29 @@ BENCHMARK = {
 def main():
     device = "cuda" if torch.cuda.is_available() and not _interpreting() else "cpu"
     torch.manual_seed(0)
+    small = None if device == "cuda" else {"BLOCK_M": 32, "BLOCK_N": 32}
+    small_bwd = None if device == "cuda" else {"BLOCK_HELD": 32, "BLOCK_STEP": 16}
     for causal in (False, True):
         q, k, v = (torch.randn(2, 3, 100, 64, device=device).half() for _ in range(3))
-        config = None if device == "cuda" else {"BLOCK_M": 32, "BLOCK_N": 32}
-        out = flash_attention(q, k, v, causal=causal, config=config)
-        expected = attention_ref(q, k, v, causal)
+        for t in (q, k, v):
+            t.requires_grad_(True)
+        out = flash_attention(q, k, v, causal, config=small, bwd_config=small_bwd)
+        dout = torch.randn_like(out)
+        grads = torch.autograd.grad(out, (q, k, v), dout)
+        q64, k64, v64 = (t.detach().double().requires_grad_(True) for t in (q, k, v))
+        expected = attention_ref(q64, k64, v64, causal)
+        expected_grads = torch.autograd.grad(expected, (q64, k64, v64), dout.double())
         torch.testing.assert_close(out.double(), expected, atol=2e-3, rtol=2e-3)
-        print(f"causal={causal}: matches the float64 reference on {device}")
+        for got, want in zip(grads, expected_grads, strict=True):
+            torch.testing.assert_close(got.double(), want, atol=1e-2, rtol=1e-2)
+        print(f"causal={causal}: output and gradients match float64 on {device}")
     if device == "cuda":
-        q, k, v = (torch.randn(4, 16, 4096, 64, device=device).half() for _ in range(3))
-        for name, fn in (("Triton", flash_attention), ("SDPA", attention_sdpa)):
+        size = {"batch": 4, "heads": 16, "n_ctx": 4096, "head_dim": 128, "causal": 0}
+        q, k, v, _ = _bench_inputs(size, torch.float16, device)
+        for name, fn in (("Triton", _forward_only), ("SDPA", attention_sdpa)):
             ms = triton.testing.do_bench(lambda fn=fn: fn(q, k, v))
-            flops = _bench_flops(
-                {"batch": 4, "heads": 16, "n_ctx": 4096, "head_dim": 64, "causal": 0},
-                q.dtype,
-            )
-            print(f"{name:>6}: {ms:.3f} ms, {flops / ms / 1e9:.0f} TFLOP/s")
+            tflops = _bench_flops(size, q.dtype) / ms / 1e9
+            print(f"forward {name:>6}: {ms:.3f} ms, {tflops:.0f} TFLOP/s")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
-"""snippets/flash_attention.py: against float64 attention and SDPA, on small shapes."""
+"""snippets/flash_attention.py: forward, backward, formats, against float64 and SDPA."""
 
+import json
 import math
 
 import pytest
 import torch
-from conftest import DEVICE, TOLERANCES, assert_close, load_snippet, poison_
+from conftest import DEVICE, HAS_GPU, TOLERANCES, assert_close, load_snippet, poison_
 
 fa = load_snippet("flash_attention")
 
@@ -13,6 +14,12 @@ fa = load_snippet("flash_attention")
 # runner runs them (conftest deselects `gpu` tests on CPU and says so).
 DTYPES = [torch.float16, pytest.param(torch.bfloat16, marks=pytest.mark.gpu)]
 SMALL = {"BLOCK_M": 16, "BLOCK_N": 16}  # many tiles even for short sequences
+SMALL_BWD = {"BLOCK_HELD": 32, "BLOCK_STEP": 16}
+# Gradients sum over the sequence, so they carry a little more rounding than
+# the output: the bound is four times the dtype's own tolerance.
+GRAD_TOL = {
+    dtype: {k: 4 * v for k, v in tol.items()} for dtype, tol in TOLERANCES.items()
+}
 
 
 def qkv(batch, heads, n, d, dtype, scale=1.0):
@@ -22,44 +29,72 @@ def qkv(batch, heads, n, d, dtype, scale=1.0):
     )
 
 
-def _check(q, k, v, causal, config=SMALL):
+def _check_forward(q, k, v, causal, config=SMALL):
     out = poison_(torch.empty_like(q))
-    result = fa.flash_attention(q, k, v, causal=causal, out=out, config=config)
-    assert result is out
-    assert not torch.isnan(out).any(), "an element was never written"
+    lse = poison_(torch.empty(q.shape[:-1], device=q.device))
+    result, result_lse = fa.attention_forward(
+        q, k, v, causal, out=out, lse=lse, config=config
+    )
+    assert result is out and result_lse is lse
+    assert not torch.isnan(out).any(), "an output element was never written"
     assert_close(out, fa.attention_ref(q, k, v, causal))
+    # The log-sum-exp of each row of scaled (and masked) scores, in float64.
+    scores = (q.double() @ k.double().transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    if causal:
+        n = q.shape[-2]
+        future = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1)
+        scores = scores.masked_fill(future, float("-inf"))
+    torch.testing.assert_close(
+        lse.double(), torch.logsumexp(scores, -1), atol=1e-3, rtol=1e-3
+    )
     return out
 
 
+def _check_gradients(q, k, v, causal, config=SMALL, bwd_config=SMALL_BWD, dout=None):
+    leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
+    out = fa.flash_attention(*leaves, causal, config=config, bwd_config=bwd_config)
+    dout = torch.randn_like(out) if dout is None else dout
+    grads = torch.autograd.grad(out, leaves, dout)
+    ref_leaves = [t.detach().double().requires_grad_(True) for t in (q, k, v)]
+    expected = fa.attention_ref(*ref_leaves, causal)
+    expected_grads = torch.autograd.grad(expected, ref_leaves, dout.double())
+    assert_close(out.detach(), expected.detach())
+    for name, got, want in zip("qkv", grads, expected_grads, strict=True):
+        assert got.dtype == q.dtype and got.shape == q.shape, name
+        assert not torch.isnan(got).any(), f"d{name} has unwritten elements"
+        assert_close(got, want, **GRAD_TOL[q.dtype])
+
+
+# ----------------------------------------------------------------- forward ---
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("n", [1, 7, 16, 33, 100])
-def test_matches_float64_reference(n, causal, dtype, seeded):
-    _check(*qkv(1, 2, n, 64, dtype), causal)
+def test_forward_matches_float64_reference(n, causal, dtype, seeded):
+    _check_forward(*qkv(1, 2, n, 64, dtype), causal)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-def test_head_dim_128_and_batch(causal, dtype, seeded):
-    _check(*qkv(2, 3, 45, 128, dtype), causal)
+def test_forward_head_dim_128_and_batch(causal, dtype, seeded):
+    _check_forward(*qkv(2, 3, 45, 128, dtype), causal)
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize(
     "config",
-    [{"BLOCK_M": 32, "BLOCK_N": 16}, {"BLOCK_M": 16, "BLOCK_N": 64}, None],
-    ids=["tall", "wide", "default"],
+    [{"BLOCK_M": 32, "BLOCK_N": 16}, {"BLOCK_M": 64, "BLOCK_N": 64}, None],
+    ids=["tall", "square", "default"],
 )
-def test_tile_shapes_agree(config, causal, seeded):
-    # Query and key blocks of different sizes exercise the causal loop bound.
-    _check(*qkv(1, 1, 70, 32, torch.float16), causal, config=config)
+def test_forward_tile_shapes_agree(config, causal, seeded):
+    # Query and key blocks of different sizes move the diagonal and tail tiles.
+    _check_forward(*qkv(1, 1, 70, 32, torch.float16), causal, config=config)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-def test_agrees_with_sdpa(causal, dtype, seeded):
+def test_forward_agrees_with_sdpa(causal, dtype, seeded):
     q, k, v = qkv(1, 2, 50, 64, dtype)
-    out = fa.flash_attention(q, k, v, causal=causal, config=SMALL)
+    out, _ = fa.attention_forward(q, k, v, causal, config=SMALL)
     sdpa = fa.attention_sdpa(q.float(), k.float(), v.float(), causal).to(dtype)
     # Both are within the dtype's rounding of the exact result, so within twice
     # that of each other.
@@ -70,66 +105,161 @@ def test_agrees_with_sdpa(causal, dtype, seeded):
 def test_large_scores_do_not_overflow(seeded):
     # Scores of a few hundred would overflow exp() without the running maximum.
     q, k, v = qkv(1, 1, 40, 64, torch.float16, scale=6.0)
-    _check(q, k, v, causal=False)
+    _check_forward(q, k, v, causal=False)
 
 
 def test_causal_first_row_is_the_first_value(seeded):
     q, k, v = qkv(1, 1, 20, 16, torch.float16)
-    out = fa.flash_attention(q, k, v, causal=True, config=SMALL)
+    out, lse = fa.attention_forward(q, k, v, causal=True, config=SMALL)
     assert torch.equal(out[0, 0, 0], v[0, 0, 0])  # row 0 sees only key 0
+    score = (q[0, 0, 0].double() @ k[0, 0, 0].double()) / 4.0
+    assert lse[0, 0, 0].item() == pytest.approx(score.item(), abs=1e-3)
 
 
-def test_does_not_write_past_the_end(seeded):
+def test_forward_does_not_write_past_the_end(seeded):
     q, k, v = qkv(1, 1, 21, 16, torch.float16)
     buffer = poison_(torch.empty(21 * 16 + 64, dtype=torch.float16, device=DEVICE))
     out = buffer[: 21 * 16].view(1, 1, 21, 16)
-    fa.flash_attention(q, k, v, out=out, config=SMALL)
+    lse_buffer = poison_(torch.empty(21 + 16, device=DEVICE))
+    fa.attention_forward(
+        q, k, v, out=out, lse=lse_buffer[:21].view(1, 1, 21), config=SMALL
+    )
     assert torch.isnan(buffer[21 * 16 :]).all()
+    assert torch.isnan(lse_buffer[21:]).all()
     assert_close(out, fa.attention_ref(q, k, v))
 
 
 def test_empty_sequence_is_a_no_op():
     q, k, v = qkv(1, 2, 0, 64, torch.float16)
-    assert fa.flash_attention(q, k, v).shape == (1, 2, 0, 64)
+    out, lse = fa.attention_forward(q, k, v)
+    assert out.shape == (1, 2, 0, 64) and lse.shape == (1, 2, 0)
+    dq, dk, dv = fa.attention_backward(q, k, v, out, lse, out)
+    assert dq.shape == dk.shape == dv.shape == (1, 2, 0, 64)
 
 
-def test_eager_peer_and_flop_count():
-    q, k, v = qkv(1, 2, 9, 16, torch.float32)
-    expected = fa.attention_ref(q, k, v, True)
-    assert_close(fa.attention_eager(q, k, v, True), expected, atol=1e-5)
-    size = {"batch": 2, "heads": 3, "n_ctx": 128, "head_dim": 64, "causal": 0}
-    assert fa._bench_flops(size, torch.float16) == 4 * 2 * 3 * 128**2 * 64
-    assert (
-        fa._bench_flops(dict(size, causal=1), torch.float16) == 2 * 2 * 3 * 128**2 * 64
+def test_scale_is_one_over_sqrt_d():
+    # All-equal keys: every key gets the same weight, whatever the scale.
+    q = torch.randn(1, 1, 5, 16, device=DEVICE).half()
+    k = torch.ones(1, 1, 5, 16, device=DEVICE).half()
+    v = torch.arange(5.0, device=DEVICE).repeat(16, 1).t().contiguous()[None, None]
+    out, _ = fa.attention_forward(q, k, v.half(), config=SMALL)
+    assert torch.allclose(out.float(), torch.full_like(out.float(), 2.0))
+    # One query against two keys whose scaled scores are 0 and 1.
+    q = torch.zeros(1, 1, 2, 16, device=DEVICE).half()
+    q[..., 0] = 1.0
+    k = torch.zeros_like(q)
+    k[0, 0, 1, 0] = 4.0
+    v = torch.zeros_like(q)
+    v[0, 0, 1, :] = 1.0
+    out, _ = fa.attention_forward(q, k, v, config=SMALL)
+    expected = math.exp(1.0) / (1 + math.exp(1.0))
+    assert out[0, 0, 0, 0].item() == pytest.approx(expected, abs=1e-3)
+
+
+# ---------------------------------------------------------------- backward ---
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("n", [1, 17, 64, 100])
+def test_gradients_match_float64_autograd(n, causal, dtype, seeded):
+    _check_gradients(*qkv(1, 2, n, 64, dtype), causal)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_gradients_head_dim_128(causal, dtype, seeded):
+    _check_gradients(*qkv(2, 1, 50, 128, dtype), causal)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize(
+    "bwd_config",
+    [{"BLOCK_HELD": 16, "BLOCK_STEP": 16}, {"BLOCK_HELD": 64, "BLOCK_STEP": 16}, None],
+    ids=["square", "tall", "default"],
+)
+def test_backward_tile_shapes_agree(bwd_config, causal, seeded):
+    _check_gradients(*qkv(1, 1, 70, 32, torch.float16), causal, bwd_config=bwd_config)
+
+
+def test_broadcast_upstream_gradient(seeded):
+    # out.sum().backward() hands the backward pass an expanded, stride-0 dO.
+    q, k, v = (t.requires_grad_(True) for t in qkv(1, 1, 24, 16, torch.float16))
+    fa.flash_attention(
+        q, k, v, True, config=SMALL, bwd_config=SMALL_BWD
+    ).sum().backward()
+    refs = [t.detach().double().requires_grad_(True) for t in (q, k, v)]
+    fa.attention_ref(*refs, True).sum().backward()
+    for leaf, ref in zip((q, k, v), refs, strict=True):
+        assert_close(leaf.grad, ref.grad, **GRAD_TOL[torch.float16])
+
+
+def test_backward_agrees_with_sdpa(seeded):
+    q, k, v = qkv(1, 2, 40, 64, torch.float16)
+    dout = torch.randn_like(q)
+    leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
+    ours = torch.autograd.grad(
+        fa.flash_attention(*leaves, True, config=SMALL, bwd_config=SMALL_BWD),
+        leaves,
+        dout,
     )
+    floats = [t.float().requires_grad_(True) for t in (q, k, v)]
+    theirs = torch.autograd.grad(fa.attention_sdpa(*floats, True), floats, dout.float())
+    for a, b in zip(ours, theirs, strict=True):
+        torch.testing.assert_close(a.float(), b, atol=1.6e-2, rtol=1.6e-2)
 
 
-def test_benchmark_description():
-    bench = fa.BENCHMARK
-    assert list(bench["peers"]) == ["PyTorch eager", "SDPA"]
-    for size in bench["sizes"]:
-        assert sorted(size) == sorted(bench["params"])
-        assert size["batch"] * size["n_ctx"] == 16384
-    q, k, v, causal = bench["make_inputs"](
-        {"batch": 1, "heads": 1, "n_ctx": 24, "head_dim": 16, "causal": 1},
-        torch.float16,
-        DEVICE,
+def test_delta_is_rowsum_of_dout_times_out(seeded):
+    out, dout = (torch.randn(3, 70, 32, device=DEVICE).half() for _ in range(2))
+    delta = poison_(torch.empty(3 * 70 + 8, device=DEVICE))
+    fa._attention_bwd_delta_kernel[(4,)](
+        out, dout, delta, 3 * 70, HEAD_DIM=32, BLOCK_M=64
     )
-    assert causal is True and q.shape == (1, 1, 24, 16)
+    expected = (out.double() * dout.double()).sum(-1).flatten()
+    torch.testing.assert_close(delta[:210].double(), expected, atol=1e-3, rtol=1e-3)
+    assert torch.isnan(delta[210:]).all()
 
 
-def test_report_places_every_row_on_the_roofline():
-    import json
+# ------------------------------------------------- formats and mixed precision ---
+def test_fp32_is_exact_and_fp8_returns_fp16(seeded):
+    q, k, v = qkv(1, 2, 33, 64, torch.float32)
+    out, _ = fa.attention_forward(q, k, v, True, config=SMALL)
+    assert_close(out, fa.attention_ref(q, k, v, True), atol=1e-5, rtol=1e-4)
+    for dtype in fa.FP8_DTYPES:
+        rounded = [t.to(dtype) for t in (q, k, v)]
+        out, _ = fa.attention_forward(*rounded, True, config=SMALL)
+        assert out.dtype == torch.float16
+        # Against float64 attention of the same fp8 values: only the fp16
+        # rounding of P and of the output remains.
+        assert_close(out, fa.attention_ref(*rounded, True), atol=4e-3, rtol=4e-3)
 
-    entries = json.loads(json.dumps(fa.BENCHMARK["report"]()))["roofline"]
-    bench = fa.BENCHMARK
-    assert len(entries) == len(bench["sizes"]) * len(bench["dtypes"])
-    for entry in entries:
-        size = {k: entry[k] for k in bench["params"]}
-        assert size in bench["sizes"]
-        assert entry["flops"] == bench["work"](size, getattr(torch, entry["dtype"]))
-        b, h, n, d = size["batch"], size["heads"], size["n_ctx"], size["head_dim"]
-        assert entry["bytes"] == 4 * b * h * n * d * 2  # Q, K, V, O in 16 bits
+
+def test_format_table_matches_finfo():
+    rows = {row["format"]: row for row in fa.format_table()}
+    assert list(rows) == ["fp32", "tf32", "fp16", "bf16", "fp8 e4m3", "fp8 e5m2"]
+    for name, (dtype, _) in fa.ACCURACY_FORMATS.items():
+        if name == "tf32":
+            continue
+        assert rows[name]["eps"] == torch.finfo(dtype).eps, name
+        assert rows[name]["max"] == torch.finfo(dtype).max, name
+    assert rows["fp16"]["max"] == 65504 and rows["fp8 e4m3"]["max"] == 448
+    assert rows["tf32"]["eps"] == rows["fp16"]["eps"]  # 10 mantissa bits each
+    assert rows["tf32"]["max"] == rows["fp32"]["max"]  # fp32's 8-bit exponent
+
+
+def test_accuracy_table_orders_the_formats():
+    rows = fa.accuracy_table(DEVICE, shape=(1, 2, 64, 32), config=SMALL)
+    errors = {row["format"]: row["max abs error"] for row in rows}
+    assert list(errors) == list(fa.ACCURACY_FORMATS)
+    # Fewer mantissa bits, larger error: 23 > 10 > 7 > 3 > 2. (The CPU run
+    # leaves bf16 out: the interpreter's bf16 tl.dot is wrong, see DTYPES.)
+    order = ["fp32", "fp16", "bf16", "fp8 e4m3", "fp8 e5m2"]
+    if not HAS_GPU:
+        order.remove("bf16")
+        rows = [row for row in rows if row["format"] != "bf16"]
+    assert [errors[f] for f in order] == sorted(errors[f] for f in order)
+    assert errors["fp32"] < 1e-5 < errors["fp16"]
+    for row in rows:  # the kernel adds little to what rounding the inputs costs
+        assert row["max abs error"] <= 2 * row["max error, inputs only"] + 2e-3
+    json.dumps(rows)  # the runner stores it as JSON
 
 
 @pytest.mark.parametrize(
@@ -145,6 +275,101 @@ def test_loss_scaling(grad, scale, survives):
     assert fa.fp16_gradient_survives(grad, scale) is survives
 
 
+# -------------------------------------------------------------- benchmarks ---
+def test_flop_counts():
+    size = {"batch": 2, "heads": 3, "n_ctx": 128, "head_dim": 64, "causal": 0}
+    assert fa._bench_flops(size, torch.float16) == 4 * 2 * 3 * 128**2 * 64
+    causal = dict(size, causal=1)
+    assert fa._bench_flops(causal, torch.float16) == 2 * 2 * 3 * 128**2 * 64
+    assert fa._bench_bwd_flops(size, torch.float16) == 10 * 2 * 3 * 128**2 * 64
+
+
+def test_benchmark_descriptions():
+    fwd, bwd = fa.BENCHMARKS
+    assert (fwd["name"], bwd["name"]) == ("flash_attention_fwd", "flash_attention_bwd")
+    for bench in (fwd, bwd):
+        assert list(bench["peers"]) == ["PyTorch eager", "SDPA"]
+        assert {s["n_ctx"] for s in bench["sizes"]} == {1024, 2048, 4096, 8192, 16384}
+        for size in bench["sizes"]:
+            assert sorted(size) == sorted(bench["params"])
+            assert size["batch"] == 4 and size["heads"] * size["head_dim"] == 2048
+    q, k, v, causal = fwd["make_inputs"](
+        {"batch": 1, "heads": 1, "n_ctx": 24, "head_dim": 16, "causal": 1},
+        torch.float16,
+        DEVICE,
+    )
+    assert causal is True and q.shape == (1, 1, 24, 16)
+
+
+def test_backward_benchmark_times_only_the_backward_pass(seeded):
+    size = {"batch": 1, "heads": 1, "n_ctx": 20, "head_dim": 16, "causal": 1}
+    (state,) = fa._bench_bwd_inputs(size, torch.float16, DEVICE)
+    calls = []
+
+    def counted_eager(q, k, v, causal):
+        calls.append("eager")
+        return fa.attention_eager(q, k, v, causal)
+
+    run = fa._backward_of(counted_eager)
+    first, second = run(state), run(state)
+    assert calls == ["eager"], "the forward pass must run once, not per timing"
+    for a, b in zip(first, second, strict=True):
+        assert torch.equal(a, b)
+    # Switching implementation replaces the kept graph.
+    ours = fa._backward_of(
+        lambda q, k, v, c: fa.flash_attention(q, k, v, c, SMALL, SMALL_BWD)
+    )(state)
+    assert state["graph_of"] is not counted_eager
+    for a, b in zip(ours, first, strict=True):
+        assert_close(a, b.double(), **GRAD_TOL[torch.float16])
+
+
+def test_report_places_every_row_on_the_roofline(monkeypatch):
+    # The GPU parts of the report are tested on the GPU below; here only the
+    # roofline entries, which lesson 01's plot reads.
+    monkeypatch.setattr(fa, "_sdpa_kernels", lambda: [])
+    monkeypatch.setattr(fa, "memory_table", lambda: [])
+    monkeypatch.setattr(fa, "accuracy_table", lambda device: [])
+    report = json.loads(json.dumps(fa.BENCHMARKS[0]["report"]()))
+    entries = report["roofline"]
+    bench = fa.BENCHMARKS[0]
+    assert len(entries) == len(bench["sizes"])
+    for entry in entries:
+        size = {k: entry[k] for k in bench["params"]}
+        assert size in bench["sizes"]
+        assert entry["flops"] == bench["work"](size, torch.float16)
+        b, h, n, d = size["batch"], size["heads"], size["n_ctx"], size["head_dim"]
+        assert entry["bytes"] == 4 * b * h * n * d * 2  # Q, K, V, O in 16 bits
+
+
+@pytest.mark.gpu
+def test_memory_table_shows_the_n_squared_scores():
+    rows = fa.memory_table(n_ctxs=(1024, 2048))
+    for row in rows:
+        flash = row["flash (Triton) (MiB)"]
+        assert row["naive (MiB)"] >= row["one fp16 score matrix (MiB)"] > 10 * flash
+    # Naive memory grows 4x when the sequence doubles; flash memory 2x.
+    assert rows[1]["naive (MiB)"] > 3.5 * rows[0]["naive (MiB)"]
+    assert rows[1]["flash (Triton) (MiB)"] < 2.5 * rows[0]["flash (Triton) (MiB)"]
+
+
+@pytest.mark.gpu
+def test_sdpa_kernels_are_named():
+    rows = fa._sdpa_kernels()
+    assert len(rows) == 4 and all(row["SDPA kernels"] for row in rows)
+
+
+@pytest.mark.gpu
+def test_default_configs_on_the_gpu(seeded):
+    # The tiles the benchmark uses, on a length that is not a tile multiple.
+    for d in (64, 128):
+        for causal in (False, True):
+            q, k, v = qkv(1, 2, 300, d, torch.float16)
+            _check_forward(q, k, v, causal, config=None)
+            _check_gradients(q, k, v, causal, config=None, bwd_config=None)
+
+
+# -------------------------------------------------------------- bad input ---
 def _good():
     return qkv(1, 1, 8, 16, torch.float16)
 
@@ -153,7 +378,7 @@ def _good():
     "make, kwargs, error, message",
     [
         (lambda: ([1.0],) + _good()[1:], {}, TypeError, "torch.Tensor"),
-        (lambda: qkv(1, 1, 8, 16, torch.float32), {}, TypeError, "unsupported dtype"),
+        (lambda: qkv(1, 1, 8, 16, torch.float64), {}, TypeError, "unsupported dtype"),
         (
             lambda: (_good()[0], _good()[1].bfloat16(), _good()[2]),
             {},
@@ -175,48 +400,44 @@ def _good():
             "contiguous",
         ),
         (_good, {"config": {"BLOCK_M": 8}}, ValueError, "BLOCK_M"),
+        (_good, {"config": {"BLOCK_M": 16, "BLOCK_N": 32}}, ValueError, "divide"),
         (_good, {"out": torch.empty(1, 1, 8, 16)}, ValueError, "out must"),
+        (_good, {"lse": torch.empty(1, 1, 8, dtype=torch.float16)}, ValueError, "lse"),
     ],
     ids=[
-        "list",
-        "float32",
-        "mixed",
-        "shapes",
-        "3-d",
-        "head-dim",
-        "strided",
-        "block",
-        "out",
+        "list", "float64", "mixed", "shapes", "3-d", "head-dim", "strided",
+        "block", "divide", "out", "lse",
     ],
-)
-def test_bad_input_is_rejected(make, kwargs, error, message):
+)  # fmt: skip
+def test_forward_rejects_bad_input(make, kwargs, error, message):
     q, k, v = make()
     with pytest.raises(error, match=message):
-        fa.flash_attention(q, k, v, **kwargs)
+        fa.attention_forward(q, k, v, **kwargs)
+
+
+def test_backward_rejects_bad_input():
+    q, k, v = _good()
+    out, lse = fa.attention_forward(q, k, v, config=SMALL)
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        fa.attention_backward(*(t.float() for t in (q, k, v, out)), lse, out.float())
+    with pytest.raises(ValueError, match="lse must"):
+        fa.attention_backward(q, k, v, out, lse[..., :4], out)
+    with pytest.raises(ValueError, match="BLOCK_STEP must divide"):
+        fa.attention_backward(
+            q, k, v, out, lse, out, config={"BLOCK_HELD": 16, "BLOCK_STEP": 32}
+        )
+    with pytest.raises(ValueError, match="direction"):
+        fa.default_config(64, "sideways")
 
 
 def test_cpu_tensors_need_the_interpreter(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     q, k, v = (torch.ones(1, 1, 4, 16, dtype=torch.float16) for _ in range(3))
     with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
-        fa.flash_attention(q, k, v)
+        fa.attention_forward(q, k, v)
 
 
-def test_scale_is_one_over_sqrt_d():
-    # All-equal keys: every key gets the same weight, whatever the scale.
-    q = torch.randn(1, 1, 5, 16, device=DEVICE).half()
-    k = torch.ones(1, 1, 5, 16, device=DEVICE).half()
-    v = torch.arange(5.0, device=DEVICE).repeat(16, 1).t().contiguous()[None, None]
-    v = v.half()
-    out = fa.flash_attention(q, k, v, config=SMALL)
-    assert torch.allclose(out.float(), torch.full_like(out.float(), 2.0))
-    # Scaled scores q.k / sqrt(d): one query against two keys with known dots.
-    q = torch.zeros(1, 1, 2, 16, device=DEVICE).half()
-    q[..., 0] = 1.0
-    k = torch.zeros_like(q)
-    k[0, 0, 1, 0] = 4.0  # q.k = 0 for key 0 and 4 for key 1, scaled: 0 and 1
-    v = torch.zeros_like(q)
-    v[0, 0, 1, :] = 1.0
-    out = fa.flash_attention(q, k, v, config=SMALL)
-    expected = math.exp(4 / math.sqrt(16)) / (1 + math.exp(4 / math.sqrt(16)))
-    assert out[0, 0, 0, 0].item() == pytest.approx(expected, abs=1e-3)
+@pytest.mark.skipif(HAS_GPU, reason="checks the CPU message")
+def test_main_runs_under_the_interpreter(capsys):
+    fa.main()
+    assert capsys.readouterr().out.count("output and gradients match float64") == 2
