@@ -4,8 +4,8 @@ The GPU runner calls a benchmark description's ``report`` after timing and
 stores the result under the benchmark's ``notes.report`` in
 ``data/timings/<gpu>.json``. This hook renders it, one tab per GPU:
 
-``[[report NAME]]``  (alone on a line)
-    Each entry of benchmark NAME's report: a list of flat objects becomes a
+``[[report NAME]]`` or ``[[report NAME KEY]]``  (alone on a line)
+    Each entry of benchmark NAME's report (or only entry KEY): a list of flat objects becomes a
     table (columns in the order of the first object), an object of scalars a
     two-column table, anything else JSON in a code block. With no GPU data
     yet, a note says so; nothing is ever made up.
@@ -30,7 +30,7 @@ if str(REPO_ROOT) not in sys.path:  # the hooks must work without an install
 from hooks._directives import rewrite_directives  # noqa: E402
 from triton_course import timings as T  # noqa: E402
 
-_REPORT_RE = re.compile(r"^\[\[report\s+([\w.-]+)\]\]\s*$")
+_REPORT_RE = re.compile(r"^\[\[report\s+([\w.-]+)(?:\s+([\w.-]+))?\]\]\s*$")
 _state: dict = {}
 
 
@@ -76,7 +76,7 @@ def render_entry(key: str, value) -> list[str]:
     return out + [""]
 
 
-def render_report(name: str, gpus: list) -> str:
+def render_report(name: str, gpus: list, key: str | None = None) -> str:
     found = [
         g
         for g in gpus
@@ -92,8 +92,15 @@ def render_report(name: str, gpus: list) -> str:
     for g in found:
         bench = g.benchmarks[name]
         lines = []
-        for key, value in bench["notes"]["report"].items():
-            lines += render_entry(key, value)
+        report = bench["notes"]["report"]
+        if key is not None and key not in report:
+            raise KeyError(
+                f"[[report {name} {key}]]: {g.gpu['name']}'s report has no {key!r} "
+                f"(it has {', '.join(report) or 'nothing'})"
+            )
+        for entry, value in report.items():
+            if key is None or entry == key:
+                lines += render_entry(entry, value)
         lines.append(
             f"*Recorded on {g.gpu['name']} on {bench['provenance']['date'][:10]} "
             f"by `report()` of `{bench['snippet']}`.*"
@@ -108,7 +115,9 @@ def render_report(name: str, gpus: list) -> str:
 def on_page_markdown(markdown, page, config, files):
     def render(line: str) -> str:
         match = _REPORT_RE.match(line.strip())
-        return render_report(match.group(1), _state["gpus"]) if match else line
+        if not match:
+            return line
+        return render_report(match.group(1), _state["gpus"], match.group(2))
 
     return rewrite_directives(
         markdown, page, render, errors=(KeyError, TypeError, ValueError)

@@ -427,7 +427,7 @@ def test_backward_rejects_bad_input():
             q, k, v, out, lse, out, config={"BLOCK_HELD": 16, "BLOCK_STEP": 32}
         )
     with pytest.raises(ValueError, match="direction"):
-        fa.default_config(64, "sideways")
+        fa.default_config("sideways")
 
 
 def test_cpu_tensors_need_the_interpreter(monkeypatch):

@@ -49,3 +49,24 @@ def test_directive_is_replaced_outside_code_only():
     md = "a\n[[report x]]\n```\n[[report x]]\n```"
     out = hook.on_page_markdown(md, page, {}, None)
     assert out.count("Not yet measured") == 1 and out.count("[[report x]]") == 1
+
+
+def test_one_entry_of_a_report():
+    report = {"roofline": [{"flops": 1}], "memory": [{"n_ctx": 1024, "naive": 528.0}]}
+    text = hook.render_report("x", [_gpu(report)], key="memory")
+    assert "**memory**" in text and "| 1024 | 528.0 |" in text
+    assert "roofline" not in text and "flops" not in text
+
+
+def test_unknown_entry_is_an_error_naming_what_exists():
+    import pytest
+
+    with pytest.raises(KeyError, match="has no 'memroy'.*roofline"):
+        hook.render_report("x", [_gpu({"roofline": []})], key="memroy")
+
+
+def test_directive_with_a_key():
+    hook._state["gpus"] = [_gpu({"a": {"k": 1}, "b": {"j": 2}})]
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="p.md"))
+    out = hook.on_page_markdown("[[report x b]]", page, {}, None)
+    assert "| j | 2 |" in out and "| k | 1 |" not in out
