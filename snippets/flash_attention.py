@@ -745,6 +745,7 @@ def _forward_report():
     fp16 = torch.float16
     return {
         "sdpa_kernels": _sdpa_kernels(),
+        "formats": format_table(),
         "memory": memory_table(),
         "accuracy": accuracy_table("cuda"),
         # FLOPs and bytes of every row, for the roofline plot of lesson 01.

@@ -331,6 +331,7 @@ def test_report_places_every_row_on_the_roofline(monkeypatch):
     monkeypatch.setattr(fa, "memory_table", lambda: [])
     monkeypatch.setattr(fa, "accuracy_table", lambda device: [])
     report = json.loads(json.dumps(fa.BENCHMARKS[0]["report"]()))
+    assert report["formats"] == json.loads(json.dumps(fa.format_table()))
     entries = report["roofline"]
     bench = fa.BENCHMARKS[0]
     assert len(entries) == len(bench["sizes"])
