@@ -7,11 +7,15 @@ depends on the interpreter's speed, and no fixture data goes near data/.
 
 from __future__ import annotations
 
+import argparse
 import copy
 import importlib.util
 import json
+import os
 import shutil
 import sys
+import threading
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -622,3 +626,278 @@ def test_ncu_capture_builds_the_command_and_needs_ncu(tmp_path, monkeypatch):
         M.run_capture("prof", spec, tmp_path / "snip.py", tmp_path)
     with pytest.raises(RunnerError, match="must give a string"):
         M.run_capture("bad", lambda: 42, tmp_path / "snip.py", tmp_path)
+
+
+# ------------------------------------------------------------ concurrency ---
+# The untimed steps (tests, notebooks, untimed captures, warm-up) run at the
+# same time; the timed benchmarks only after every one of them has ended.
+def _declare_untimed(repo, capture_src='lambda: "BLOCK_SIZE = 64\\nnum_warps = 4"'):
+    src = repo / "snippets" / "tiny_scale.py"
+    text = src.read_text().replace(
+        'lambda: "BLOCK_SIZE = 64\\nnum_warps = 4"', capture_src
+    )
+    src.write_text(text + '\nUNTIMED_CAPTURES = ("tiny_scale_meta",)\n')
+
+
+def test_a_notebook_failing_while_the_tests_run_fails_the_run_and_writes_nothing(
+    repo, monkeypatch
+):
+    do_run(repo)
+    nb_dir = repo / "notebooks"
+    (nb_dir / "ok.ipynb").write_text(_notebook("print('ok')"))
+    (nb_dir / "zz_bad.ipynb").write_text(_notebook("raise SystemError('broken')"))
+    before = snapshot(repo)
+    started = threading.Event()
+    real = cli.execute_notebook_isolated
+
+    def execute(path):
+        started.set()
+        return real(path)
+
+    monkeypatch.setattr(cli, "execute_notebook_isolated", execute)
+    seen = {}
+
+    def check(snippets):  # the tests: still running when the notebooks start
+        seen["overlap"] = started.wait(timeout=60)
+
+    with pytest.raises(RunnerError) as err:
+        do_run(repo, skip_notebooks=False, check=check)
+    assert seen["overlap"], "the notebooks did not run while the tests ran"
+    assert "notebook zz_bad.ipynb" in str(err.value)
+    assert "SystemError" in str(err.value) and "broken" in str(err.value)
+    assert snapshot(repo) == before
+
+
+def test_every_failure_of_the_concurrent_phase_is_named(repo, monkeypatch):
+    (repo / "notebooks" / "a.ipynb").write_text(_notebook("print(1)"))
+
+    def fail_notebook(path):
+        raise RunnerError(f"notebook {path.name} failed:\nNameError: x")
+
+    def failing_check(snippets):
+        raise RunnerError("correctness checks failed (pytest exit 1):\nFAILED t.py")
+
+    monkeypatch.setattr(cli, "execute_notebook_isolated", fail_notebook)
+    with pytest.raises(RunnerError) as err:
+        do_run(repo, skip_notebooks=False, check=failing_check)
+    message = str(err.value)
+    assert "2 step(s) failed" in message
+    assert "- tests: correctness checks failed" in message and "FAILED t.py" in message
+    assert "- notebook a.ipynb: notebook a.ipynb failed" in message
+    assert not (repo / "data").exists() and not (repo / "plots").exists()
+
+
+def test_the_timed_phase_waits_for_every_concurrent_step(repo):
+    ended = {}
+
+    def slow_check(snippets):
+        time.sleep(0.3)
+        ended["tests"] = time.monotonic()
+
+    def stubborn_warm(snippets, stop):
+        stop.wait(timeout=60)  # told to stop once the tests are done...
+        time.sleep(0.3)  # ...and even so it takes a while to end
+        ended["warm"] = time.monotonic()
+
+    env = fake_env()
+    timer = env.timer
+
+    def checking_timer(fn, work):
+        ended.setdefault("first timing", time.monotonic())
+        return timer(fn, work)
+
+    env.timer = checking_timer
+    do_run(repo, env=env, check=slow_check, warm=stubborn_warm)
+    assert ended["tests"] < ended["first timing"]
+    assert ended["warm"] < ended["first timing"]
+
+
+def test_the_warm_up_is_best_effort(repo, capsys):
+    calls = []
+    called = threading.Event()
+
+    def failing_warm(snippets, stop):
+        calls.append([d["name"] for s in snippets for d in s.benchmarks])
+        called.set()
+        raise RuntimeError("out of memory while compiling")
+
+    written = do_run(repo, warm=failing_warm, check=lambda s: called.wait(60))
+    assert calls == [["tiny_scale", "tiny_scale_flops"]]
+    assert repo / "data" / "fake-test-gpu.json" in written
+    out = capsys.readouterr().out
+    assert "[warm-up] warm-up: RuntimeError('out of memory" in out
+    assert "ignored: best effort" in out
+    # No tests, notebooks or captures to overlap with: no warm-up at all.
+    calls.clear()
+    do_run(repo, warm=failing_warm, skip_tests=True, skip_captures=True)
+    assert calls == []
+
+
+def test_an_untimed_capture_runs_in_its_own_process_while_the_tests_run(repo):
+    marker = repo / "capture-ran"
+    _declare_untimed(
+        repo,
+        "lambda: (Path(__file__).with_name('..').joinpath('capture-ran').touch(),"
+        " f'pid {os.getpid()}')[1]",
+    )
+    src = repo / "snippets" / "tiny_scale.py"
+    src.write_text("from pathlib import Path\n" + src.read_text())
+    seen = {}
+
+    def check(snippets):  # returns only once the capture has run
+        deadline = time.monotonic() + 120
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        seen["overlap"] = marker.exists()
+
+    do_run(repo, check=check)
+    assert seen["overlap"]
+    cap = T.load_file(repo / "data" / "fake-test-gpu.json").captures["tiny_scale_meta"]
+    assert cap["text"].startswith("pid ") and cap["text"] != f"pid {os.getpid()}\n"
+    assert cap["snippet_sha256"] == T.sha256_of(src)
+
+
+def test_a_failing_untimed_capture_writes_nothing(repo):
+    _declare_untimed(repo, "lambda: 1 / 0")
+    with pytest.raises(RunnerError) as err:
+        do_run(repo)
+    assert "capture tiny_scale_meta: capture 'tiny_scale_meta': raised" in str(
+        err.value
+    )
+    assert "ZeroDivisionError" in str(err.value)
+    assert not (repo / "data").exists()
+
+
+def test_untimed_captures_must_be_known_and_not_ncu(repo):
+    src = repo / "snippets" / "tiny_scale.py"
+    base = src.read_text()
+    src.write_text(base + '\nUNTIMED_CAPTURES = ("nope",)\n')
+    with pytest.raises(D.DescriptionError, match="'nope', which is not in CAPTURES"):
+        D.discover(repo / "snippets")
+    src.write_text(
+        base
+        + '\nCAPTURES["prof"] = {"ncu": {"args": []}}\n'
+        + 'UNTIMED_CAPTURES = ("prof",)\n'
+    )
+    with pytest.raises(D.DescriptionError, match="must run alone on the GPU"):
+        D.discover(repo / "snippets")
+
+
+def test_the_real_snippets_mark_no_counter_or_timing_capture_untimed():
+    for s in D.discover(REPO_ROOT / "snippets"):
+        for name in s.untimed:
+            assert "ncu" not in name and "profile" not in name
+            assert "first_call" not in name
+        # Triton's on-disk autotuning cache would hand the timed run a config
+        # chosen while the tests shared the GPU.
+        assert "cache_results" not in s.path.read_text()
+
+
+def test_run_unsets_triton_autotuning_cache(repo, monkeypatch):
+    monkeypatch.setenv("TRITON_CACHE_AUTOTUNING", "1")
+    do_run(repo)
+    assert "TRITON_CACHE_AUTOTUNING" not in os.environ
+
+
+def test_time_per_phase_is_logged(repo, capsys):
+    do_run(repo, warm=lambda snippets, stop: stop.wait(60))
+    out = capsys.readouterr().out
+    summary = out[out.index("time per phase:") :]
+    for phase in (
+        "discovery",
+        "concurrent phase",
+        "    tests",
+        "    warm-up",
+        "rooflines",
+        "benchmarks",
+        "captures (alone)",
+        "writing",
+        "total",
+    ):
+        assert f"] {phase}" in summary or f"]   {phase}" in summary, phase
+
+
+def test_stream_command_prefixes_lines_and_stop_ends_the_process(capsys):
+    stop = threading.Event()
+    code = "import time\nprint('first', flush=True)\ntime.sleep(120)\n"
+    threading.Timer(1.0, stop.set).start()
+    t0 = time.monotonic()
+    rc, tail = cli.stream_command(
+        [sys.executable, "-c", code], REPO_ROOT, dict(os.environ), "lane", stop
+    )
+    assert time.monotonic() - t0 < 30 and rc != 0
+    assert tail == ["first"]
+    assert "] [lane] first" in capsys.readouterr().out
+
+
+def test_pytest_failures_are_named_in_the_error(tmp_path):
+    (tmp_path / "test_x.py").write_text(
+        "def test_ok():\n    pass\n\ndef test_bad():\n    assert 1 == 2\n"
+    )
+    with pytest.raises(RunnerError, match=r"(?s)pytest exit 1.*FAILED test_x.py::"):
+        cli.run_pytest(tmp_path, [tmp_path / "test_x.py"], workers=1)
+
+
+def test_warm_benchmark_calls_each_function_once_per_row():
+    desc = D.discover(FIXTURES / "snippets", only="tiny_scale")[0].benchmarks[0]
+    calls = []
+    desc = dict(desc, triton=lambda x: calls.append(x.shape))
+    from triton_course.runner import measure as M
+
+    failed = M.warm_benchmark(desc, fake_env(), say=lambda m: None)
+    assert len(calls) == 6 and failed == 6  # the "Broken" peer, every row
+
+
+def test_untimed_autotuning_launches_each_config_once(monkeypatch):
+    import triton
+    import triton.language as tl
+    from triton.runtime.autotuner import Autotuner
+
+    from triton_course.runner import measure as M
+
+    monkeypatch.setattr(Autotuner, "do_bench", Autotuner.__dict__["do_bench"])
+    M.untimed_autotuning()
+    launches = {16: 0, 32: 0}
+
+    def hook(block):
+        def count(nargs):
+            launches[block] += 1
+
+        return count
+
+    @triton.autotune(
+        [triton.Config({"B": b}, pre_hook=hook(b)) for b in launches], key=["n"]
+    )
+    @triton.jit
+    def fill(out_ptr, n, B: tl.constexpr):
+        offs = tl.program_id(0) * B + tl.arange(0, B)
+        tl.store(out_ptr + offs, 1.0, mask=offs < n)
+
+    import torch
+
+    out = torch.zeros(40)
+    fill[lambda meta: (triton.cdiv(40, meta["B"]),)](out, 40)
+    assert launches == {16: 2, 32: 1}  # each timed once, the chosen one re-run
+    assert out.sum().item() == 40
+
+
+def test_warm_up_process_wiring(repo, monkeypatch, capsys):
+    """The real warm-up (worker.py) on the CPU: no GPU, so it says so; with a
+    pretend GPU, every row is tried and each failure counted, never raised."""
+    from triton_course.runner import measure as M
+    from triton_course.runner import worker
+
+    stop = threading.Event()
+    cli.warm_up_isolated(repo, None, stop)  # a real subprocess, no CUDA here
+    assert "[warm-up] no CUDA GPU: nothing to warm up" in capsys.readouterr().out
+
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    for name in ("untimed_autotuning", "configure_torch", "cleanup_cuda"):
+        monkeypatch.setattr(M, name, lambda: None)
+    args = argparse.Namespace(repo_root=str(repo), only="tiny_scale")
+    assert worker.warm(args) == 0
+    out = capsys.readouterr().out
+    assert "tiny_scale: compiled in" in out and "6 call(s) failed" in out

@@ -3,19 +3,31 @@
 ``run`` is all-or-nothing: every output (data file, plots, executed
 notebooks) is staged in memory and written only after every check, notebook,
 Triton timing and capture has succeeded, each file by an atomic rename.
+
+It runs in two phases. First, at the same time and each in its own process:
+the GPU tests, the notebooks (one after another), the untimed captures and a
+compile warm-up of every benchmark; nothing there is timed. Then, with nothing
+else on the GPU: the rooflines, every benchmark and the captures that time or
+count something.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
 import importlib.util
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from triton_course import timings as T
@@ -35,6 +47,13 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 # (mkdocs, Chromium, zizmor, pytest-notebook) or test the runner itself on CPU.
 GPU_SKIPPED_TESTS = ("test_runner.py", "test_workflows.py")
 NOTEBOOK_TIMEOUT_S = 600
+WORKER = [sys.executable, "-m", "triton_course.runner.worker"]
+
+
+def default_test_workers() -> int:
+    """pytest-xdist processes: all cores but four, which the notebooks, the
+    untimed captures and the warm-up use beside the tests (12 on 16 cores)."""
+    return max(1, min(12, (os.cpu_count() or 1) - 4))
 
 
 # ---------------------------------------------------------------- staging ---
@@ -101,23 +120,237 @@ def pytest_command(test_files: list[str], workers: int) -> list[str]:
     """pytest over these files; with pytest-xdist, ``workers`` processes share
     the GPU (the checks are compile-bound, not timed)."""
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    cmd += ["-m", "not browser"]
+    cmd += ["--durations=10"]  # the slowest checks: where the phase's time goes
     if workers > 1 and importlib.util.find_spec("xdist") is not None:
         cmd += ["-n", str(workers)]
+    cmd += ["-m", "not browser"]
     return [*cmd, *test_files]
 
 
-def run_pytest(repo_root: Path, test_files: list[Path], workers: int = 4) -> None:
+def run_pytest(
+    repo_root: Path, test_files: list[Path], workers: int = 4, lane: str = "tests"
+) -> None:
     if not test_files:
-        log("correctness: no test modules found for these snippets")
+        log("no test modules found for these snippets", lane)
         return
     names = [str(p.relative_to(repo_root)) for p in test_files]
     cmd = pytest_command(names, workers)
-    log(f"correctness: {' '.join(cmd[1:])}")
+    log(" ".join(cmd[1:]), lane)
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run(cmd, cwd=repo_root, env=env)
-    if proc.returncode != 0:
-        raise RunnerError(f"correctness checks failed (pytest exit {proc.returncode})")
+    rc, tail = stream_command(cmd, repo_root, env, lane)
+    if rc != 0:
+        failed = [line for line in tail if line.startswith(("FAILED ", "ERROR "))]
+        summary = "\n".join(failed[:20] or tail[-20:])
+        raise RunnerError(
+            f"correctness checks failed (pytest exit {rc}; the [{lane}] lines "
+            f"above have the details):\n{summary}"
+        )
+
+
+# ------------------------------------------------------------ subprocesses ---
+def stream_command(
+    cmd: list[str], cwd: Path, env: dict, lane: str, stop=None
+) -> tuple[int, list[str]]:
+    """Run ``cmd``, logging each output line under ``lane``; (exit code, last
+    lines). If ``stop`` (an Event) is set first, the process and its children
+    are ended: only the best-effort warm-up is run this way."""
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=stop is not None,  # its own group: ended as one
+    )
+    if stop is not None:
+        threading.Thread(target=_end_on_stop, args=(proc, stop), daemon=True).start()
+    tail: collections.deque[str] = collections.deque(maxlen=400)
+    for line in proc.stdout:
+        line = line.rstrip()
+        tail.append(line)
+        log(line, lane)
+    return proc.wait(), list(tail)
+
+
+def _end_on_stop(proc: subprocess.Popen, stop: threading.Event) -> None:
+    # The whole group, even if the process itself has ended: a child of it
+    # (a compile worker) could hold the output pipe open.
+    stop.wait()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(10)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def worker_env() -> dict:
+    return {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+def run_worker(args: list[str], what: str) -> dict:
+    """One ``triton_course.runner.worker`` process; its JSON result, or a
+    RunnerError saying why it failed."""
+    with tempfile.TemporaryDirectory(prefix="runner-") as tmp:
+        result = Path(tmp) / "result.json"
+        proc = subprocess.run(
+            [*WORKER, *args, str(result)],
+            cwd=REPO_ROOT,  # where the triton_course package is importable
+            env=worker_env(),
+            capture_output=True,
+            text=True,
+            errors="replace",
+        )
+        data = json.loads(result.read_text("utf-8")) if result.is_file() else None
+    if data is not None and "error" in data:
+        raise RunnerError(data["error"])
+    if data is None or proc.returncode != 0:
+        tail = (proc.stdout + proc.stderr)[-3000:]
+        raise RunnerError(f"{what}: its process exited {proc.returncode}:\n{tail}")
+    return data
+
+
+def execute_notebook_isolated(path: Path) -> str:
+    """``execute_notebook`` in a process of its own (see worker.py)."""
+    args = ["notebook", str(Path(path).resolve())]
+    return run_worker(args, f"notebook {path.name}")["text"]
+
+
+def run_capture_isolated(name: str, snippet: Path, repo_root: Path):
+    """``run_capture`` in a process of its own: (kind, text)."""
+    args = [
+        "capture",
+        str(Path(snippet).resolve()),
+        name,
+        str(Path(repo_root).resolve()),
+    ]
+    data = run_worker(args, f"capture {name!r}")
+    return data["kind"], data["text"]
+
+
+def warm_up_isolated(repo_root: Path, only: str | None, stop) -> None:
+    """The compile warm-up (worker.py ``warm``), ended early by ``stop``."""
+    cmd = [*WORKER, "warm", str(Path(repo_root).resolve())]
+    cmd += ["--only", only] if only else []
+    rc, _ = stream_command(cmd, REPO_ROOT, worker_env(), "warm-up", stop=stop)
+    if stop.is_set() and rc != 0:
+        log("stopped: the rest compiles in the timed phase", "warm-up")
+    elif rc != 0:
+        raise RunnerError(f"warm-up exited {rc}")
+
+
+# ------------------------------------------------------------- concurrency ---
+@dataclass
+class Job:
+    label: str  # "tests", "notebook x.ipynb", "capture y": named in failures
+    fn: Callable  # fn(stop: threading.Event) -> None; raises on failure
+
+
+@dataclass
+class Lane:
+    """Jobs run one after another; lanes run at the same time."""
+
+    name: str  # the log prefix, e.g. "tests"
+    jobs: list[Job] = field(default_factory=list)
+    best_effort: bool = False  # stopped once the others are done; never fails
+    title: str = ""  # in the time summary, if not the name
+
+
+def run_concurrently(lanes: list[Lane], times: PhaseTimes) -> None:
+    """Run every lane at once; raise RunnerError naming every failed job.
+
+    A required lane runs all its jobs even after a failure elsewhere (the
+    error then names every failure). Best-effort lanes are told to stop as
+    soon as every required lane is done or any job has failed; this returns
+    only when each lane's thread, and so each process it started, has ended.
+    """
+    lanes = [lane for lane in lanes if lane.jobs]
+    stop = threading.Event()
+    lock = threading.Lock()
+    failures: list[str] = []
+    required = {lane.name for lane in lanes if not lane.best_effort}
+    if not required:
+        stop.set()  # nothing to overlap with: a warm-up would only add time
+
+    def work(lane: Lane) -> None:
+        t0 = time.time()
+        try:
+            for job in lane.jobs:
+                if lane.best_effort and stop.is_set():
+                    break
+                try:
+                    job.fn(stop)
+                except Exception as exc:  # noqa: BLE001 - reported below
+                    why = str(exc) if isinstance(exc, RunnerError) else repr(exc)
+                    if lane.best_effort:
+                        log(f"{job.label}: {why} (ignored: best effort)", lane.name)
+                        continue
+                    log(
+                        f"{job.label}: FAILED: {(why.splitlines() or [''])[0]}",
+                        lane.name,
+                    )
+                    with lock:
+                        failures.append(f"{job.label}: {why}")
+                    stop.set()
+        finally:
+            stopped = lane.best_effort and stop.is_set()
+            times.lane(lane.title or lane.name, time.time() - t0, stopped=stopped)
+            if not lane.best_effort:
+                with lock:
+                    required.discard(lane.name)
+                    if not required:
+                        stop.set()
+
+    threads = [
+        threading.Thread(target=work, args=(lane,), name=lane.name, daemon=True)
+        for lane in lanes
+    ]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        stop.set()  # interrupted: the warm-up ends its process...
+        for t in threads:
+            t.join(timeout=30)  # ...before this process may exit
+    if failures:
+        raise RunnerError(
+            f"{len(failures)} step(s) failed while the tests, notebooks and "
+            "captures ran:\n- " + "\n- ".join(failures)
+        )
+
+
+class PhaseTimes:
+    """Seconds per phase, printed at the end of a run (and of a failed one)."""
+
+    def __init__(self):
+        self.rows: list[tuple[str, float, str]] = []
+        self.lanes: list[tuple[str, float, str]] = []
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def phase(self, name: str):
+        t0 = time.time()
+        try:
+            yield
+        finally:
+            self.rows.append((name, time.time() - t0, ""))
+            if name == "concurrent phase":
+                self.rows.extend(sorted(self.lanes))
+                self.lanes = []
+
+    def lane(self, name: str, seconds: float, stopped: bool = False) -> None:
+        with self._lock:
+            note = "(stopped when the others were done)" if stopped else ""
+            self.lanes.append((f"  {name}", seconds, note))
+
+    def report(self, total: float) -> None:
+        log("time per phase:")
+        for name, seconds, note in [*self.rows, ("total", total, "")]:
+            log(f"  {name:<24} {seconds:7.1f} s {note}".rstrip())
 
 
 # --------------------------------------------------------------- notebooks ---
@@ -226,120 +459,238 @@ def run(
     skip_notebooks: bool = False,
     skip_captures: bool = False,
     skip_tests: bool = False,
-    test_workers: int = 4,
+    test_workers: int | None = None,
+    warm_up: bool = True,
     commit: str | None = None,
     env: Environment | None = None,
     check=None,
+    warm=None,
 ) -> list[Path]:
     """The whole run; returns the files written. Raises RunnerError on failure.
 
-    ``env`` and ``check`` are injection points for the CPU tests (a fake
-    timer, no pytest subprocess); a real run builds them itself.
+    ``env``, ``check`` (replaces the pytest subprocess: ``check(snippets)``)
+    and ``warm`` (replaces the warm-up process: ``warm(snippets, stop)``) are
+    injection points for the CPU tests; a real run builds them itself. A fake
+    environment gets no warm-up unless one is injected.
     """
     started = time.time()
-    repo_root = Path(repo_root)
-    env = env or cuda_environment(repo_root, commit)
-    written_dirs = [data_dir, plots_dir] + ([] if skip_notebooks else [notebooks_dir])
-    _refuse_repo_paths(env, written_dirs, skip_tests)
-    log(f"GPU: {env.gpu['name']} ({env.gpu['sm_count']} SMs), slug {env.gpu['slug']}")
+    times = PhaseTimes()
+    if test_workers is None:
+        test_workers = default_test_workers()
+    try:
+        return _run(
+            repo_root=Path(repo_root),
+            data_dir=data_dir,
+            plots_dir=plots_dir,
+            notebooks_dir=notebooks_dir,
+            only=only,
+            skip_notebooks=skip_notebooks,
+            skip_captures=skip_captures,
+            skip_tests=skip_tests,
+            test_workers=test_workers,
+            warm_up=warm_up,
+            commit=commit,
+            env=env,
+            check=check,
+            warm=warm,
+            times=times,
+        )
+    finally:
+        times.report(time.time() - started)
 
-    notebooks = [] if skip_notebooks else D.notebook_files(notebooks_dir)
-    if only and only in {nb.stem for nb in notebooks}:
-        snippets = []  # --only NOTEBOOK: that notebook and its snippets' tests
-        notebooks = [nb for nb in notebooks if nb.stem == only]
-        used = notebook_snippets(notebooks[0], repo_root)
-        tested = [p for p in D.snippet_files(repo_root / "snippets") if p.stem in used]
-    else:
-        snippets = D.discover(repo_root / "snippets", only=only)
-        if only:  # notebooks built from the snippets measured
-            stems = {s.stem for s in snippets}
-            notebooks = [
-                nb for nb in notebooks if notebook_snippets(nb, repo_root) & stems
+
+def _run(
+    *,
+    repo_root,
+    data_dir,
+    plots_dir,
+    notebooks_dir,
+    only,
+    skip_notebooks,
+    skip_captures,
+    skip_tests,
+    test_workers,
+    warm_up,
+    commit,
+    env,
+    check,
+    warm,
+    times,
+):
+    # Triton would reuse autotuning results stored on disk by earlier
+    # processes (the tests, the notebooks: all timed on a shared GPU).
+    if os.environ.pop("TRITON_CACHE_AUTOTUNING", None) is not None:
+        log("TRITON_CACHE_AUTOTUNING unset: every autotuner times its configs here")
+    with times.phase("discovery"):
+        env = env or cuda_environment(repo_root, commit)
+        written_dirs = [data_dir, plots_dir] + (
+            [] if skip_notebooks else [notebooks_dir]
+        )
+        _refuse_repo_paths(env, written_dirs, skip_tests)
+        log(
+            f"GPU: {env.gpu['name']} ({env.gpu['sm_count']} SMs), "
+            f"slug {env.gpu['slug']}"
+        )
+        notebooks = [] if skip_notebooks else D.notebook_files(notebooks_dir)
+        if only and only in {nb.stem for nb in notebooks}:
+            snippets = []  # --only NOTEBOOK: that notebook and its snippets' tests
+            notebooks = [nb for nb in notebooks if nb.stem == only]
+            used = notebook_snippets(notebooks[0], repo_root)
+            tested = [
+                p for p in D.snippet_files(repo_root / "snippets") if p.stem in used
             ]
-            tested = [s.path for s in snippets]
         else:
-            tested = D.snippet_files(repo_root / "snippets")
-    n_bench = sum(len(s.benchmarks) for s in snippets)
-    n_caps = sum(len(s.captures) for s in snippets)
-    log(
-        f"found {n_bench} benchmark(s), {n_caps} capture(s), {len(snippets)} snippet(s)"
-    )
-    data_path = Path(data_dir) / f"{env.gpu['slug']}.json"
-    existing = T.load_file(data_path) if data_path.exists() else None
+            snippets = D.discover(repo_root / "snippets", only=only)
+            if only:  # notebooks built from the snippets measured
+                stems = {s.stem for s in snippets}
+                notebooks = [
+                    nb for nb in notebooks if notebook_snippets(nb, repo_root) & stems
+                ]
+                tested = [s.path for s in snippets]
+            else:
+                tested = D.snippet_files(repo_root / "snippets")
+        n_bench = sum(len(s.benchmarks) for s in snippets)
+        n_caps = sum(len(s.captures) for s in snippets)
+        log(
+            f"found {n_bench} benchmark(s), {n_caps} capture(s), "
+            f"{len(snippets)} snippet(s)"
+        )
+        data_path = Path(data_dir) / f"{env.gpu['slug']}.json"
+        existing = T.load_file(data_path) if data_path.exists() else None
+        captures_untimed = [] if skip_captures else _captures(snippets, untimed=True)
+        captures_alone = [] if skip_captures else _captures(snippets, untimed=False)
 
-    # 1. correctness on the GPU
+    # 1. Untimed, all at once, each in its own process: the checks, the
+    # notebooks, the captures that time nothing, and a warm-up that compiles
+    # what the benchmarks will compile (the timed phase then loads it from
+    # the on-disk caches). ncu and timing captures are not among them: a
+    # kernel sharing the GPU with other processes is slower and its counters
+    # see their traffic.
+    results: dict = {}
+    tests_lane = Lane("tests")
     if skip_tests:
         log("correctness: SKIPPED (--skip-tests): writing outside the repository only")
     elif check is None:
         tests = select_tests(repo_root / "tests", tested, gpu_marked=not only)
-        run_pytest(repo_root, tests, test_workers)
-    else:
-        check(snippets)
-
-    stage = Stage()
-    # 2. notebooks
-    for nb in notebooks:
-        log(f"notebook {nb.name}: executing")
-        stage.add(nb, execute_notebook(nb))
-        log(f"notebook {nb.name}: done")
-
-    # 3. rooflines, then every benchmark
-    metrics = {d["metric"] for s in snippets for d in s.benchmarks}
-    rooflines = env.rooflines(metrics) if metrics else {}
-    records = {}
-    for s in snippets:
-        sha = T.sha256_of(s.path)
-        for desc in s.benchmarks:
-            n_rows = len(desc["sizes"]) * len(desc["dtypes"])
-            log(f"benchmark {desc['name']}: {n_rows} rows")
-            t0 = time.time()
-            records[desc["name"]] = measure_benchmark(
-                desc, _rel(s.path, repo_root), sha, env, rooflines[desc["metric"]]
-            )
-            log(f"benchmark {desc['name']}: done in {time.time() - t0:.1f} s")
-        if T.sha256_of(s.path) != sha:
-            raise RunnerError(f"{s.path} changed while it was being measured")
-
-    # 4. captures
-    captures = {}
-    if not skip_captures:
-        for s in snippets:
-            for name, spec in s.captures.items():
-                t0 = time.time()
-                kind, text = run_capture(name, spec, s.path, repo_root)
-                captures[name] = {
-                    "snippet": _rel(s.path, repo_root),
-                    "snippet_sha256": T.sha256_of(s.path),
-                    "kind": kind,
-                    "text": text,
-                    "provenance": dict(env.provenance),
-                }
-                lines = len(text.splitlines())
-                log(f"capture {name}: {lines} lines in {time.time() - t0:.1f} s")
-
-    # 5. the data file and the plots, then write everything at once
-    if records or captures or not only:
-        doc = build_doc(
-            existing,
-            env,
-            records,
-            captures,
-            partial=only is not None,
-            keep_captures=skip_captures,
+        tests_lane.jobs.append(
+            Job("tests", lambda stop: run_pytest(repo_root, tests, test_workers))
         )
-        T.validate(doc, data_path)
-        stage.add(data_path, json.dumps(doc, indent=1) + "\n")
-    for name, bench in records.items():
-        if P.wants_plot(bench):
-            stage.add(
-                Path(plots_dir) / f"{name}-{env.gpu['slug']}.svg",
-                P.render_svg(bench, env.gpu),
+    else:
+        tests_lane.jobs.append(Job("tests", lambda stop: check(snippets)))
+    nb_lane = Lane("notebooks")
+    for nb in notebooks:
+        nb_lane.jobs.append(Job(f"notebook {nb.name}", _notebook_job(nb, results)))
+    cap_lane = Lane("captures", title="captures (untimed)")
+    for s, name, spec in captures_untimed:
+        cap_lane.jobs.append(
+            Job(f"capture {name}", _capture_job(s, name, spec, repo_root, results))
+        )
+    warm_lane = Lane("warm-up", best_effort=True)
+    if warm_up and n_bench and (warm is not None or not env.fake):
+        warm_fn = warm or (lambda _, stop: warm_up_isolated(repo_root, only, stop))
+        warm_lane.jobs.append(Job("warm-up", lambda stop: warm_fn(snippets, stop)))
+    with times.phase("concurrent phase"):
+        run_concurrently([tests_lane, nb_lane, cap_lane, warm_lane], times)
+
+    # 2. Alone on the GPU: rooflines, every benchmark, the other captures.
+    stage = Stage()
+    for nb in notebooks:
+        stage.add(nb, results[nb])
+    with times.phase("rooflines"):
+        metrics = {d["metric"] for s in snippets for d in s.benchmarks}
+        rooflines = env.rooflines(metrics) if metrics else {}
+    records = {}
+    with times.phase("benchmarks"):
+        for s in snippets:
+            sha = T.sha256_of(s.path)
+            for desc in s.benchmarks:
+                n_rows = len(desc["sizes"]) * len(desc["dtypes"])
+                log(f"benchmark {desc['name']}: {n_rows} rows")
+                t0 = time.time()
+                records[desc["name"]] = measure_benchmark(
+                    desc, _rel(s.path, repo_root), sha, env, rooflines[desc["metric"]]
+                )
+                log(f"benchmark {desc['name']}: done in {time.time() - t0:.1f} s")
+            if T.sha256_of(s.path) != sha:
+                raise RunnerError(f"{s.path} changed while it was being measured")
+    captures = {}
+    with times.phase("captures (alone)"):
+        for s, name, spec in captures_alone:
+            t0 = time.time()
+            kind, text = run_capture(name, spec, s.path, repo_root)
+            results[("capture", name)] = (kind, text)
+            lines = len(text.splitlines())
+            log(f"capture {name}: {lines} lines in {time.time() - t0:.1f} s")
+    for s, name, _ in _captures(snippets, untimed=None):  # in discovery order
+        if ("capture", name) not in results:
+            continue  # --skip-captures
+        kind, text = results[("capture", name)]
+        captures[name] = {
+            "snippet": _rel(s.path, repo_root),
+            "snippet_sha256": T.sha256_of(s.path),
+            "kind": kind,
+            "text": text,
+            "provenance": dict(env.provenance),
+        }
+
+    # 3. The data file and the plots, then write everything at once
+    with times.phase("writing"):
+        if records or captures or not only:
+            doc = build_doc(
+                existing,
+                env,
+                records,
+                captures,
+                partial=only is not None,
+                keep_captures=skip_captures,
             )
-    written = stage.commit()
+            T.validate(doc, data_path)
+            stage.add(data_path, json.dumps(doc, indent=1) + "\n")
+        for name, bench in records.items():
+            if P.wants_plot(bench):
+                stage.add(
+                    Path(plots_dir) / f"{name}-{env.gpu['slug']}.svg",
+                    P.render_svg(bench, env.gpu),
+                )
+        written = stage.commit()
     for path in written:
         log(f"wrote {path}")
-    log(f"done in {time.time() - started:.0f} s")
     return written
+
+
+def _captures(snippets, untimed: bool | None) -> list[tuple]:
+    """(snippet, name, spec) of the untimed captures, of all the others, or
+    (None) of every capture."""
+    return [
+        (s, name, spec)
+        for s in snippets
+        for name, spec in s.captures.items()
+        if untimed is None or (name in s.untimed) == untimed
+    ]
+
+
+def _notebook_job(nb: Path, results: dict):
+    def job(stop):
+        log(f"{nb.name}: executing", "notebooks")
+        t0 = time.time()
+        results[nb] = execute_notebook_isolated(nb)
+        log(f"{nb.name}: done in {time.time() - t0:.1f} s", "notebooks")
+
+    return job
+
+
+def _capture_job(s, name: str, spec, repo_root: Path, results: dict):
+    def job(stop):
+        t0 = time.time()
+        if callable(spec) or not isinstance(spec, dict):
+            kind, text = run_capture_isolated(name, s.path, repo_root)
+        else:  # a command spec already runs in a subprocess of its own
+            kind, text = run_capture(name, spec, s.path, repo_root)
+        results[("capture", name)] = (kind, text)
+        lines = len(text.splitlines())
+        log(f"{name}: {lines} lines in {time.time() - t0:.1f} s", "captures")
+
+    return job
 
 
 # ------------------------------------------------------------------- stale ---
@@ -417,8 +768,14 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--test-workers",
         type=int,
-        default=4,
-        help="pytest-xdist processes for the checks, if installed (1: none)",
+        default=None,
+        help="pytest-xdist processes for the checks, if installed (1: none; "
+        "default: the number of cores less 4, at most 12)",
+    )
+    r.add_argument(
+        "--no-warm-up",
+        action="store_true",
+        help="do not compile the benchmarks' kernels while the tests run",
     )
     r.add_argument("--commit", help="the commit measured, where git is unavailable")
     s = sub.add_parser("stale", help="list stale or missing timing data; exit 1 if any")
@@ -448,6 +805,7 @@ def main(argv=None) -> int:
             skip_captures=args.skip_captures,
             skip_tests=args.skip_tests,
             test_workers=args.test_workers,
+            warm_up=not args.no_warm_up,
             commit=args.commit,
         )
         return 0

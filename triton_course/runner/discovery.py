@@ -7,7 +7,10 @@ Every ``snippets/*.py`` may hold
 - ``CAPTURES = {"name": spec}``: text artefacts only a GPU can make, where a
   spec is a callable returning a string, or a dict (or a callable returning
   one) ``{"ncu": {...}}`` / ``{"python": {...}}`` that the runner runs in a
-  subprocess (see ``triton_course/runner/README.md``).
+  subprocess (see ``triton_course/runner/README.md``);
+- ``UNTIMED_CAPTURES = ("name", ...)``: those of its captures whose text
+  depends on no timing and no counter (generated code, register counts):
+  they may run while the tests use the GPU. Every other capture runs alone.
 
 Every ``docs/notebooks/*.ipynb`` is executed.
 
@@ -55,6 +58,7 @@ class Snippet:
     module: object
     benchmarks: list = field(default_factory=list)
     captures: dict = field(default_factory=dict)
+    untimed: frozenset = frozenset()  # captures that may share the GPU
 
     @property
     def stem(self) -> str:
@@ -226,6 +230,25 @@ def check_captures(captures: object, where: str) -> dict:
     return captures
 
 
+def check_untimed(untimed: object, captures: dict, where: str) -> frozenset:
+    """UNTIMED_CAPTURES: names of this snippet's captures, none of them ncu."""
+    if not isinstance(untimed, (list, tuple, set, frozenset)) or not all(
+        isinstance(n, str) for n in untimed
+    ):
+        raise DescriptionError(f"{where}: UNTIMED_CAPTURES must be a tuple of names")
+    for name in untimed:
+        if name not in captures:
+            raise DescriptionError(
+                f"{where}: UNTIMED_CAPTURES names {name!r}, which is not in CAPTURES"
+            )
+        if isinstance(captures[name], dict) and "ncu" in captures[name]:
+            raise DescriptionError(
+                f"{where}: capture {name!r} reads hardware counters: it must run "
+                "alone on the GPU and cannot be in UNTIMED_CAPTURES"
+            )
+    return frozenset(untimed)
+
+
 def _is_command_spec(spec) -> bool:
     return (
         isinstance(spec, dict)
@@ -264,6 +287,7 @@ def discover(snippets_dir: Path, only: str | None = None) -> list[Snippet]:
             descs = list(module.BENCHMARKS)
         descs = [check_description(d, where) for d in descs]
         caps = check_captures(getattr(module, "CAPTURES", {}), where)
+        untimed = check_untimed(getattr(module, "UNTIMED_CAPTURES", ()), caps, where)
         for d in descs:
             if d["name"] in seen_bench:
                 raise DescriptionError(
@@ -277,7 +301,15 @@ def discover(snippets_dir: Path, only: str | None = None) -> list[Snippet]:
                     f"capture name {c!r} is used by both {seen_capture[c]} and {path}"
                 )
             seen_capture[c] = path
-        found.append(Snippet(path=path, module=module, benchmarks=descs, captures=caps))
+        found.append(
+            Snippet(
+                path=path,
+                module=module,
+                benchmarks=descs,
+                captures=caps,
+                untimed=untimed,
+            )
+        )
     if only is None:
         return found
     picked = []
@@ -289,7 +321,13 @@ def discover(snippets_dir: Path, only: str | None = None) -> list[Snippet]:
         c = {k: v for k, v in s.captures.items() if k == only}
         if b or c:
             picked.append(
-                Snippet(path=s.path, module=s.module, benchmarks=b, captures=c)
+                Snippet(
+                    path=s.path,
+                    module=s.module,
+                    benchmarks=b,
+                    captures=c,
+                    untimed=s.untimed & set(c),
+                )
             )
     if not picked:
         raise DescriptionError(

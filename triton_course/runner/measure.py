@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,8 +38,16 @@ class RunnerError(RuntimeError):
     """A failure that must stop the run before anything is written."""
 
 
-def log(message: str) -> None:
-    print(f"[runner {time.strftime('%H:%M:%S')}] {message}", flush=True)
+_LOG_LOCK = threading.Lock()  # the concurrent phase logs from several threads
+
+
+def log(message: str, lane: str | None = None) -> None:
+    """One progress line; ``lane`` names the concurrent step it comes from."""
+    prefix = f"[runner {time.strftime('%H:%M:%S')}]"
+    if lane:
+        prefix += f" [{lane}]"
+    with _LOG_LOCK:
+        print(f"{prefix} {message}", flush=True)
 
 
 @dataclass
@@ -145,13 +154,23 @@ def cuda_environment(repo_root: Path, commit: str | None = None) -> Environment:
         )
         return tuple(float(v) for v in res)
 
-    def compile_(fn):
-        return torch.compile(fn, dynamic=False)
+    configure_torch()
+    return Environment(
+        device="cuda",
+        gpu=gpu,
+        provenance=provenance,
+        timer=timer,
+        rooflines=lambda metrics: measure_rooflines(metrics, gpu["name"]),
+        compile=compile_peer,
+        sync=torch.cuda.synchronize,
+        cleanup=cleanup_cuda,
+    )
 
-    def cleanup():
-        torch._dynamo.reset()
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
+
+def configure_torch() -> None:
+    """torch.compile settings shared by the timed run and the warm-up process
+    (the same settings, so the warm-up's compiled graphs are cache hits)."""
+    import torch
 
     for knob in ("recompile_limit", "cache_size_limit"):  # one compile per size
         if hasattr(torch._dynamo.config, knob):
@@ -159,16 +178,30 @@ def cuda_environment(repo_root: Path, commit: str | None = None) -> Environment:
                 torch._dynamo.config, knob, max(64, getattr(torch._dynamo.config, knob))
             )
             break
-    return Environment(
-        device="cuda",
-        gpu=gpu,
-        provenance=provenance,
-        timer=timer,
-        rooflines=lambda metrics: measure_rooflines(metrics, gpu["name"]),
-        compile=compile_,
-        sync=torch.cuda.synchronize,
-        cleanup=cleanup,
-    )
+    # Inductor would otherwise store the config its runtime autotuning picks
+    # for a generated kernel on disk and reuse it in later processes: a choice
+    # made while the tests or the warm-up shared the GPU. Off, every process
+    # (the timed one included) autotunes for itself.
+    try:
+        from torch._inductor import config as inductor_config
+    except ImportError:
+        return
+    if hasattr(inductor_config, "autotune_local_cache"):
+        inductor_config.autotune_local_cache = False
+
+
+def compile_peer(fn):
+    import torch
+
+    return torch.compile(fn, dynamic=False)
+
+
+def cleanup_cuda() -> None:
+    import torch
+
+    torch._dynamo.reset()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
 
 
 def measure_rooflines(metrics: set, gpu_name: str) -> dict:
@@ -326,6 +359,62 @@ def measure_benchmark(
         "notes": notes,
         **({"plot": False} if desc.get("plot") is False else {}),
     }
+
+
+# ----------------------------------------------------------------- warm-up ---
+def untimed_autotuning() -> None:
+    """Make every ``triton.autotune`` in this process compile and launch each
+    config once instead of timing it: the warm-up wants the compiled kernels
+    (Triton's on-disk cache), not a choice made while the tests share the GPU.
+    Only the warm-up process calls this; its choices die with it."""
+    from triton.runtime.autotuner import Autotuner
+
+    def launch_once(kernel_call, quantiles=None, **_):
+        kernel_call()
+        return [1.0, 1.0, 1.0] if quantiles else 1.0
+
+    Autotuner.do_bench = property(lambda self: launch_once)
+
+
+def warm_benchmark(desc: dict, env: Environment, say=print) -> int:
+    """Call Triton, each peer and the compiled peer once per row, untimed.
+
+    Fills the on-disk compile caches (Triton's, Inductor's FX graph cache) so
+    that the timed run loads what it would otherwise compile. Best effort:
+    a failure here is only reported (the timed run checks everything again).
+    Returns the number of calls that failed. The runner stops the warm-up by
+    ending its process, so this needs no way to be interrupted.
+    """
+    import torch
+
+    failed = 0
+    compiled = None
+    if desc.get("compile") and env.compile is not None:
+        try:
+            compiled = env.compile(desc["peers"][desc["compile"]])
+        except Exception:  # noqa: BLE001 - best effort
+            failed += 1
+    fns = [("Triton", desc["triton"]), *desc["peers"].items()]
+    if compiled is not None:
+        fns.append(("torch.compile", compiled))
+    for dtype_name in desc["dtypes"]:
+        for size in desc["sizes"]:
+            dtype = getattr(torch, dtype_name)
+            try:
+                inputs = desc["make_inputs"](size, dtype, env.device)
+            except Exception as exc:  # noqa: BLE001 - best effort
+                say(f"{desc['name']} {size} {dtype_name}: make_inputs: {exc!r}")
+                failed += 1
+                continue
+            for _, fn in fns:
+                try:
+                    fn(*inputs)
+                    env.sync()
+                except Exception:  # noqa: BLE001 - peers may fail; the run says why
+                    failed += 1
+            del inputs
+        env.cleanup()
+    return failed
 
 
 # ---------------------------------------------------------------- captures ---

@@ -1,0 +1,119 @@
+"""The runner's helper processes (``python -m triton_course.runner.worker``).
+
+The concurrent phase runs each notebook, each untimed capture and the compile
+warm-up in a process of its own: nothing they do (an autotuner's choice made
+while the tests share the GPU, a changed environment variable, a CUDA context)
+can leak into the runner process, which times the benchmarks afterwards.
+
+    worker notebook NOTEBOOK RESULT_JSON
+    worker capture SNIPPET NAME REPO_ROOT RESULT_JSON
+    worker warm REPO_ROOT [--only NAME]
+
+``notebook`` and ``capture`` write ``{"text": ...}`` (plus ``"kind"``) or
+``{"error": ...}`` to RESULT_JSON and exit 0 or 1. ``warm`` prints one line
+per benchmark and always exits 0 unless it cannot start at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def _write(path: str, result: dict) -> None:
+    Path(path).write_text(json.dumps(result), encoding="utf-8")
+
+
+def notebook(args) -> int:
+    from triton_course.runner.cli import execute_notebook
+    from triton_course.runner.measure import RunnerError
+
+    try:
+        text = execute_notebook(Path(args.notebook))
+    except RunnerError as exc:
+        _write(args.result, {"error": str(exc)})
+        return 1
+    _write(args.result, {"text": text})
+    return 0
+
+
+def capture(args) -> int:
+    from triton_course.runner import discovery as D
+    from triton_course.runner.measure import RunnerError, run_capture
+
+    path = Path(args.snippet)
+    try:
+        try:
+            spec = D.load_snippet(path).CAPTURES[args.name]
+        except Exception as exc:
+            raise RunnerError(
+                f"capture {args.name!r}: cannot load {path}: {exc!r}"
+            ) from None
+        kind, text = run_capture(args.name, spec, path, Path(args.repo_root))
+    except RunnerError as exc:
+        _write(args.result, {"error": str(exc)})
+        return 1
+    _write(args.result, {"kind": kind, "text": text})
+    return 0
+
+
+def warm(args) -> int:
+    import torch
+
+    from triton_course.runner import discovery as D
+    from triton_course.runner import measure as M
+
+    if not torch.cuda.is_available():
+        print("no CUDA GPU: nothing to warm up")
+        return 0
+    M.untimed_autotuning()
+    M.configure_torch()
+    env = M.Environment(
+        device="cuda",
+        gpu={},
+        provenance={},
+        timer=None,
+        rooflines=None,
+        compile=M.compile_peer,
+        sync=torch.cuda.synchronize,
+        cleanup=M.cleanup_cuda,
+    )
+    snippets = D.discover(Path(args.repo_root) / "snippets", only=args.only)
+    for s in snippets:
+        for desc in s.benchmarks:
+            t0 = time.time()
+            failed = M.warm_benchmark(desc, env, say=print)
+            note = f", {failed} call(s) failed (timed run: says why)" if failed else ""
+            print(f"{desc['name']}: compiled in {time.time() - t0:.1f} s{note}")
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m triton_course.runner.worker")
+    sub = p.add_subparsers(dest="command", required=True)
+    n = sub.add_parser("notebook")
+    n.add_argument("notebook")
+    n.add_argument("result")
+    c = sub.add_parser("capture")
+    c.add_argument("snippet")
+    c.add_argument("name")
+    c.add_argument("repo_root")
+    c.add_argument("result")
+    w = sub.add_parser("warm")
+    w.add_argument("repo_root")
+    w.add_argument("--only")
+    args = p.parse_args(argv)
+    if args.command == "warm":
+        # Behind the tests: compiling for later must not slow the checks down.
+        with contextlib.suppress(OSError):
+            os.nice(10)
+    return {"notebook": notebook, "capture": capture, "warm": warm}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
