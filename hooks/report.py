@@ -5,10 +5,10 @@ stores the result under the benchmark's ``notes.report`` in
 ``data/timings/<gpu>.json``. This hook renders it, one tab per GPU:
 
 ``[[report NAME]]`` or ``[[report NAME KEY]]``  (alone on a line)
-    Each entry of benchmark NAME's report (or only entry KEY): a list of flat objects becomes a
-    table (columns in the order of the first object), an object of scalars a
-    two-column table, anything else JSON in a code block. With no GPU data
-    yet, a note says so; nothing is ever made up.
+    Each entry of benchmark NAME's report (or only entry KEY): a list of
+    flat objects becomes a table (columns in the order of the first object),
+    an object of scalars a two-column table, anything else JSON in a code
+    block. With no GPU data yet, a note says so; nothing is ever made up.
 
 Like ``hooks/measured.py`` it reads only the runner's data; the docs build
 needs neither torch, triton nor a GPU.
