@@ -895,9 +895,15 @@ def test_warm_up_process_wiring(repo, monkeypatch, capsys):
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    fractions = []
+    monkeypatch.setattr(
+        torch.cuda, "set_per_process_memory_fraction", lambda f: fractions.append(f)
+    )
     for name in ("untimed_autotuning", "configure_torch", "cleanup_cuda"):
         monkeypatch.setattr(M, name, lambda: None)
     args = argparse.Namespace(repo_root=str(repo), only="tiny_scale")
     assert worker.warm(args) == 0
     out = capsys.readouterr().out
     assert "tiny_scale: compiled in" in out and "6 call(s) failed" in out
+    # It must leave most of the GPU's memory to the tests running beside it.
+    assert fractions and 0 < fractions[0] <= 0.25

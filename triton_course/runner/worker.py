@@ -62,6 +62,9 @@ def capture(args) -> int:
     return 0
 
 
+WARM_UP_MEMORY_FRACTION = 0.15  # of the GPU's memory, for the warm-up process
+
+
 def warm(args) -> int:
     import torch
 
@@ -71,6 +74,10 @@ def warm(args) -> int:
     if not torch.cuda.is_available():
         print("no CUDA GPU: nothing to warm up")
         return 0
+    # The tests run at the same time and need the GPU's memory more: a peer
+    # that would fill it (naive attention at 16k tokens takes 64 GiB) fails
+    # here, counted, instead of making the tests run out of memory.
+    torch.cuda.set_per_process_memory_fraction(WARM_UP_MEMORY_FRACTION)
     M.untimed_autotuning()
     M.configure_torch()
     env = M.Environment(
