@@ -34,44 +34,54 @@ import triton.language as tl
 @triton.jit
 def _forward_tiles(
     acc, l_i, m_i,  # the running state of the online softmax
-    q, k_ptr, v_ptr, head_offset, offs_m, n_ctx, qk_scale,
+    q, k_desc, v_desc,  # the query tile; TMA descriptors of this head's K and V
+    offs_m, n_ctx, qk_scale,
     key_lo, key_hi,  # the key range this loop covers, in steps of BLOCK_N
-    HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_N: tl.constexpr,
     MASKED: tl.constexpr,  # False: every key in range is valid and visible
     CAUSAL: tl.constexpr, DOT_PRECISION: tl.constexpr, PV_FP16: tl.constexpr,
 ):  # fmt: skip
-    offs_d = tl.arange(0, HEAD_DIM)
     for start_n in range(key_lo, key_hi, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        kv_offsets = head_offset + offs_n[:, None] * HEAD_DIM + offs_d[None, :]
-        if MASKED:
-            key_ok = offs_n < n_ctx
-            k = tl.load(k_ptr + kv_offsets, mask=key_ok[:, None], other=0.0)
-            v = tl.load(v_ptr + kv_offsets, mask=key_ok[:, None], other=0.0)
-        else:  # interior tiles: no mask arithmetic at all
-            k = tl.load(k_ptr + kv_offsets)
-            v = tl.load(v_ptr + kv_offsets)
+        # The TMA copies whole tiles into shared memory; rows past n_ctx come
+        # back as zeros, so the loads need no mask.
+        k = k_desc.load([start_n, 0])
+        v = v_desc.load([start_n, 0])
 
-        # Scores in base 2: qk_scale = log2(e) / sqrt(HEAD_DIM).
-        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
+        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)
         if MASKED:
-            keep = key_ok[None, :]
+            offs_n = start_n + tl.arange(0, BLOCK_N)
+            keep = (offs_n < n_ctx)[None, :]  # a zero key still scores 0
             if CAUSAL:
                 keep = keep & (offs_n[None, :] <= offs_m[:, None])
             s = tl.where(keep, s, float("-inf"))
 
-        # Online softmax: rescale what was summed so far to the new maximum.
-        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        # Online softmax in base 2 (qk_scale = log2(e) / sqrt(HEAD_DIM)):
+        # rescale what was summed so far to the new maximum.
+        m_new = tl.maximum(m_i, tl.max(s, axis=1) * qk_scale)
         alpha = tl.exp2(m_i - m_new)  # 0 on the first tile (m_i = -inf)
-        p = tl.exp2(s - m_new[:, None])
+        p = tl.exp2(s * qk_scale - m_new[:, None])  # one fused multiply-add
         l_i = l_i * alpha + tl.sum(p, axis=1)
+        # Passing acc to tl.dot accumulates P @ V into it on the tensor cores,
+        # with no second BLOCK_M x HEAD_DIM tile of registers for the product.
+        acc = acc * alpha[:, None]
         if PV_FP16:  # fp8 inputs: the weights keep fp16 precision in P @ V
-            pv = tl.dot(p.to(tl.float16), v.to(tl.float16))
+            acc = tl.dot(p.to(tl.float16), v.to(tl.float16), acc)
         else:
-            pv = tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
-        acc = acc * alpha[:, None] + pv
+            acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)
         m_i = m_new
     return acc, l_i, m_i
+
+
+@triton.jit
+def _head_descriptor(
+    ptr, head_offset, n_ctx, HEAD_DIM: tl.constexpr, ROWS: tl.constexpr
+):
+    # One head's n_ctx x HEAD_DIM matrix, read or written ROWS rows at a time.
+    # The descriptor gives the TMA its bounds: it never goes past row n_ctx.
+    return tl.make_tensor_descriptor(
+        ptr + head_offset, shape=[n_ctx, HEAD_DIM], strides=[HEAD_DIM, 1],
+        block_shape=[ROWS, HEAD_DIM],
+    )  # fmt: skip
 
 
 @triton.jit
@@ -93,12 +103,14 @@ def _attention_fwd_kernel(
     head_offset = pid_bh.to(tl.int64) * n_ctx * HEAD_DIM
     start_m = pid_m * BLOCK_M
     offs_m = start_m + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, HEAD_DIM)
-    row_ok = offs_m < n_ctx
 
-    # The query tile is loaded once and stays in registers for the whole loop.
-    q_ptrs = q_ptr + head_offset + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
-    q = tl.load(q_ptrs, mask=row_ok[:, None], other=0.0)
+    q_desc = _head_descriptor(q_ptr, head_offset, n_ctx, HEAD_DIM, BLOCK_M)
+    o_desc = _head_descriptor(out_ptr, head_offset, n_ctx, HEAD_DIM, BLOCK_M)
+    k_desc = _head_descriptor(k_ptr, head_offset, n_ctx, HEAD_DIM, BLOCK_N)
+    v_desc = _head_descriptor(v_ptr, head_offset, n_ctx, HEAD_DIM, BLOCK_N)
+
+    # The query tile is loaded once and stays on chip for the whole loop.
+    q = q_desc.load([start_m, 0])
 
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)  # running row maximum
     l_i = tl.zeros([BLOCK_M], tl.float32)  # running sum of exp2(s - m_i)
@@ -108,33 +120,31 @@ def _attention_fwd_kernel(
         # Keys left of this block are visible to every row: no mask. Then the
         # tiles on the diagonal, masked. Tiles right of it are never loaded.
         acc, l_i, m_i = _forward_tiles(
-            acc, l_i, m_i, q, k_ptr, v_ptr, head_offset, offs_m, n_ctx, qk_scale,
-            0, start_m, HEAD_DIM, BLOCK_N, False, True, DOT_PRECISION, PV_FP16,
+            acc, l_i, m_i, q, k_desc, v_desc, offs_m, n_ctx, qk_scale,
+            0, start_m, BLOCK_N, False, True, DOT_PRECISION, PV_FP16,
         )  # fmt: skip
         diagonal_end = tl.minimum(start_m + BLOCK_M, n_ctx)
         acc, l_i, m_i = _forward_tiles(
-            acc, l_i, m_i, q, k_ptr, v_ptr, head_offset, offs_m, n_ctx, qk_scale,
-            start_m, diagonal_end, HEAD_DIM, BLOCK_N, True, True,
-            DOT_PRECISION, PV_FP16,
+            acc, l_i, m_i, q, k_desc, v_desc, offs_m, n_ctx, qk_scale,
+            start_m, diagonal_end, BLOCK_N, True, True, DOT_PRECISION, PV_FP16,
         )  # fmt: skip
     else:
         # Whole tiles without a mask, then the ragged tail (if any) with one.
         full_end = (n_ctx // BLOCK_N) * BLOCK_N
         acc, l_i, m_i = _forward_tiles(
-            acc, l_i, m_i, q, k_ptr, v_ptr, head_offset, offs_m, n_ctx, qk_scale,
-            0, full_end, HEAD_DIM, BLOCK_N, False, False, DOT_PRECISION, PV_FP16,
+            acc, l_i, m_i, q, k_desc, v_desc, offs_m, n_ctx, qk_scale,
+            0, full_end, BLOCK_N, False, False, DOT_PRECISION, PV_FP16,
         )  # fmt: skip
         acc, l_i, m_i = _forward_tiles(
-            acc, l_i, m_i, q, k_ptr, v_ptr, head_offset, offs_m, n_ctx, qk_scale,
-            full_end, n_ctx, HEAD_DIM, BLOCK_N, True, False, DOT_PRECISION, PV_FP16,
+            acc, l_i, m_i, q, k_desc, v_desc, offs_m, n_ctx, qk_scale,
+            full_end, n_ctx, BLOCK_N, True, False, DOT_PRECISION, PV_FP16,
         )  # fmt: skip
 
     out = acc / l_i[:, None]
-    out_ptrs = out_ptr + head_offset + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
-    tl.store(out_ptrs, out.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])
+    o_desc.store([start_m, 0], out.to(out_ptr.dtype.element_ty))  # rows < n_ctx
     # log-sum-exp in natural units: (m + log2 l) * ln 2.
     lse = (m_i + tl.log2(l_i)) * 0.6931471805599453
-    tl.store(lse_ptr + pid_bh.to(tl.int64) * n_ctx + offs_m, lse, mask=row_ok)
+    tl.store(lse_ptr + pid_bh.to(tl.int64) * n_ctx + offs_m, lse, mask=offs_m < n_ctx)
 
 
 # --8<-- [end:forward_kernel]
@@ -334,10 +344,17 @@ FORWARD_DTYPES = (torch.float32, *TRAINING_DTYPES, *FP8_DTYPES)
 HEAD_DIMS = (16, 32, 64, 128)
 
 
-def default_config(direction: str = "forward") -> dict:
+def default_config(
+    direction: str = "forward", head_dim: int = 64, dtype=torch.float16
+) -> dict:
     """Tile sizes and launch options: the best of a small sweep on an H100 and
-    an H200, for head dimensions 64 and 128 alike (see the lesson)."""
+    an H200 at the benchmark's shapes (see the lesson)."""
     if direction == "forward":  # 8 warps: two warpgroups of 64 query rows each
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        if itemsize == 4 and head_dim == 128:  # fp32 tiles: fit shared memory
+            return {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 2}
+        if itemsize <= 2 and head_dim == 128:  # 128 x 128 score tiles
+            return {"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3}
         return {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 3}
     if direction == "backward":
         # Each backward program holds BLOCK_HELD rows (keys in the dK/dV
@@ -401,7 +418,9 @@ def attention_forward(
     """
     _check_inputs({"q": q, "k": k, "v": v}, FORWARD_DTYPES)
     batch, heads, n_ctx, head_dim = q.shape
-    cfg = _tiles(config, default_config(), "BLOCK_M", "BLOCK_N")
+    cfg = _tiles(
+        config, default_config("forward", head_dim, q.dtype), "BLOCK_M", "BLOCK_N"
+    )
     out_dtype = torch.float16 if q.dtype in FP8_DTYPES else q.dtype
     if out is None:
         out = torch.empty(q.shape, dtype=out_dtype, device=q.device)
@@ -415,6 +434,11 @@ def attention_forward(
         raise ValueError("lse must be float32 of shape (batch, heads, n_ctx)")
     if q.numel() == 0:
         return out, lse
+    if any(t.data_ptr() % 16 for t in (q, k, v, out)):
+        raise ValueError("the TMA needs q, k, v and out at 16-byte aligned addresses")
+    # Device-side descriptors live in a small global scratch buffer that
+    # Triton asks this allocator for at launch time.
+    triton.set_allocator(_scratch)
     grid = (triton.cdiv(n_ctx, cfg["BLOCK_M"]), batch * heads)
     _attention_fwd_kernel[grid](
         q, k, v, out, lse, n_ctx, math.log2(math.e) / math.sqrt(head_dim),
@@ -459,6 +483,12 @@ def attention_backward(q, k, v, out, lse, dout, causal=False, config=None):
         sm_scale * math.log2(math.e), sm_scale, BLOCK_M=held, BLOCK_N=step, **launch,
     )  # fmt: skip
     return dq, dk, dv
+
+
+def _scratch(size: int, alignment: int, stream):
+    return torch.empty(
+        size, dtype=torch.int8, device="cpu" if _interpreting() else "cuda"
+    )
 
 
 def _interpreting() -> bool:

@@ -370,6 +370,32 @@ def test_default_configs_on_the_gpu(seeded):
             _check_gradients(q, k, v, causal, config=None, bwd_config=None)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float8_e4m3fn], ids=str)
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_default_forward_tiles_for_fp32_and_fp8(head_dim, dtype, seeded):
+    # Whether the default tiles fit in shared memory only a GPU can tell:
+    # fp32 rows of 128 take smaller tiles than the 16-bit formats.
+    q, k, v = (t.to(dtype) for t in qkv(1, 2, 300, head_dim, torch.float32))
+    out, _ = fa.attention_forward(q, k, v, causal=True)
+    # fp32: exact products; fp8: only the fp16 rounding of P and O remains.
+    atol, rtol = (1e-5, 1e-4) if dtype == torch.float32 else (4e-3, 4e-3)
+    assert_close(out, fa.attention_ref(q, k, v, True), atol=atol, rtol=rtol)
+
+
+def test_default_forward_tiles_follow_head_dim_and_dtype():
+    fp16_64 = fa.default_config("forward", 64, torch.float16)
+    fp16_128 = fa.default_config("forward", 128, torch.bfloat16)
+    fp32_128 = fa.default_config("forward", 128, torch.float32)
+    assert fp16_64["BLOCK_N"] < fp16_128["BLOCK_N"]  # 128 x 128 score tiles at d = 128
+    assert (
+        fp32_128["BLOCK_M"] * fp32_128["BLOCK_N"]
+        < fp16_64["BLOCK_M"] * fp16_64["BLOCK_N"]
+    )
+    for cfg in (fp16_64, fp16_128, fp32_128):
+        assert cfg["BLOCK_M"] % cfg["BLOCK_N"] == 0
+
+
 # -------------------------------------------------------------- bad input ---
 def _good():
     return qkv(1, 1, 8, 16, torch.float16)
@@ -414,6 +440,20 @@ def test_forward_rejects_bad_input(make, kwargs, error, message):
     q, k, v = make()
     with pytest.raises(error, match=message):
         fa.attention_forward(q, k, v, **kwargs)
+
+
+def test_forward_rejects_misaligned_tensors():
+    # The TMA reads from 16-byte aligned addresses only; a view two bytes into
+    # a buffer is contiguous but not aligned.
+    q, k, v = _good()
+    buffer = torch.empty(q.numel() + 1, dtype=q.dtype, device=DEVICE)
+    shifted = buffer[1:].view(q.shape)
+    shifted.copy_(q)
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        fa.attention_forward(shifted, k, v)
+    out = torch.empty(q.numel() + 1, dtype=q.dtype, device=DEVICE)[1:].view(q.shape)
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        fa.attention_forward(q, k, v, out=out)
 
 
 def test_backward_rejects_bad_input():
