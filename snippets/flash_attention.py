@@ -100,6 +100,11 @@ def _attention_fwd_kernel(
 ):  # fmt: skip
     pid_m = tl.program_id(axis=0)  # which block of query rows
     pid_bh = tl.program_id(axis=1)  # which (batch, head) pair
+    if CAUSAL:
+        # Work grows with the block's row index; the GPU starts programs in
+        # order of program_id, so start the longest first and leave the
+        # short ones to fill the gaps at the end.
+        pid_m = tl.num_programs(axis=0) - 1 - pid_m
     head_offset = pid_bh.to(tl.int64) * n_ctx * HEAD_DIM
     start_m = pid_m * BLOCK_M
     offs_m = start_m + tl.arange(0, BLOCK_M)
