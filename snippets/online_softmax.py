@@ -167,12 +167,12 @@ def online_softmax(x, out=None, block_size=4096, chunk=None):
     online_softmax_stats_kernel[grid](
         x, m, d, n_cols, n_chunks, x.stride(0),
         CHUNK=chunk, BLOCK_SIZE=block_size, num_warps=warps,
-    )
+    )  # fmt: skip
     online_softmax_normalize_kernel[grid](
         x, out, m, d, n_cols, n_chunks, x.stride(0), out.stride(0),
         CHUNK=chunk, BLOCK_SIZE=block_size,
         CHUNKS_POW2=triton.next_power_of_2(n_chunks), num_warps=warps,
-    )
+    )  # fmt: skip
     return out
 
 

@@ -137,7 +137,7 @@ def softmax(x, out=None):
     softmax_kernel[(n_rows,)](
         x, out, n_cols, x.stride(0), out.stride(0),
         BLOCK_SIZE=block_size, num_warps=_num_warps(block_size),
-    )
+    )  # fmt: skip
     return out
 
 
@@ -159,7 +159,7 @@ def softmax_rows(x, out=None, block_rows=None):
         x, out, n_rows, n_cols, x.stride(0), out.stride(0),
         BLOCK_ROWS=block_rows, BLOCK_SIZE=block_size,
         num_warps=_num_warps(block_rows * block_size),
-    )
+    )  # fmt: skip
     return out
 
 
@@ -222,7 +222,9 @@ def _launch_configs(rows_per_program: bool) -> dict:
         rows = max(1, ROWS_TILE // block) if rows_per_program else 1
         warps = _num_warps(rows * block)
         configs[str(size["n_cols"])] = {
-            "BLOCK_ROWS": rows, "BLOCK_SIZE": block, "num_warps": warps
+            "BLOCK_ROWS": rows,
+            "BLOCK_SIZE": block,
+            "num_warps": warps,
         }
     return configs
 
