@@ -17,6 +17,9 @@ time. Directives, each written in a page's Markdown outside code blocks:
     Size parameters select the row; ``largest`` picks the biggest value.
     ``peer=`` (default Triton) picks whose number it is.
     Quote values with spaces: ``value="ratio:PyTorch eager"``.
+    ``target=X`` (with ``ratio:`` or ``pct_roofline``) appends whether the
+    number, as shown, reaches X: ``0.90× (met)`` or ``0.82× (missed)``, so a
+    verdict is never typed beside a number that a new run can change.
 
 ``[[plot NAME]]``  (alone on a line)
     The plot of benchmark NAME (rate against size per peer, the roofline as a
@@ -341,6 +344,7 @@ def render_measured(text: str, gpus: list, root: Path) -> str:
         return f"*(not yet measured on {g.label})*"
     bench = g.benchmarks[name]
     peer = args.pop("peer", "Triton")
+    target = _target(args.pop("target", None), value)
     row = _select_row(bench, args)
     if peer not in row["results"]:
         raise ValueError(f"no result for peer {peer!r}")
@@ -349,7 +353,8 @@ def render_measured(text: str, gpus: list, root: Path) -> str:
     elif value == "median_ms":
         number = f"{row['results'][peer]['median_ms']:.3g} ms"
     elif value == "pct_roofline":
-        number = f"{_pct_roofline(row, bench, peer):.0f} %"
+        shown = round(_pct_roofline(row, bench, peer))
+        number = f"{shown:.0f} %{_verdict(shown, target)}"
     elif value == "roofline":
         number = (
             f"{_fmt_number(bench['roofline']['value'])} {bench['roofline']['unit']}"
@@ -358,12 +363,33 @@ def render_measured(text: str, gpus: list, root: Path) -> str:
         ratio = _ratio(row, value[6:], base=peer)
         if ratio is None:
             raise ValueError(f"no result for peer {value[6:]!r}")
-        number = f"{ratio:.2f}×"
+        shown = round(ratio, 2)
+        number = f"{shown:.2f}×{_verdict(shown, target)}"
     else:
         raise ValueError(f"unknown value {value!r}")
     if T.is_stale(bench, root):
         return f'{number}<sup title="{STALE_TEXT}">†</sup>'
     return number
+
+
+def _target(text: str | None, value: str) -> float | None:
+    if text is None:
+        return None
+    if not (value.startswith("ratio:") or value == "pct_roofline"):
+        raise ValueError(
+            f"target= needs value=ratio:<peer> or pct_roofline, not {value!r}"
+        )
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"target must be a number, got {text!r}") from None
+
+
+def _verdict(shown: float, target: float | None) -> str:
+    # Judged on the number as the page shows it, so the two never disagree.
+    if target is None:
+        return ""
+    return " (met)" if shown >= target else " (missed)"
 
 
 # ---------------------------------------------------------------- buttons ---

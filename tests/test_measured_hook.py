@@ -122,6 +122,37 @@ def test_table_and_inline_numbers_come_from_the_data(tmp_path):
     assert "earlier version of this kernel" not in html
 
 
+def test_target_renders_met_or_missed_from_the_data(tmp_path):
+    # 4096 row: Triton 0.010 ms, eager 0.012 ms -> 1.20x; 1048576 row -> 1.25x.
+    page = (
+        "A [[measured bench=vector_add gpu=gpu-a value='ratio:PyTorch eager' "
+        "n_elements=4096 target=1.2]]. "
+        "B [[measured bench=vector_add gpu=gpu-a value='ratio:PyTorch eager' "
+        "n_elements=4096 target=1.21]]. "
+        "C [[measured bench=vector_add gpu=gpu-a value=pct_roofline "
+        "n_elements=1048576 target=60]].\n"
+    )
+    code, html, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
+    assert code == 0, err
+    assert "A 1.20× (met)." in html  # equal to the target counts as met
+    assert "B 1.20× (missed)." in html
+    # 12 * 2**20 bytes / 0.020 ms = 629 GB/s = 63 % of 1000
+    assert "C 63 % (met)." in html
+
+
+@pytest.mark.parametrize(
+    "directive, message",
+    [
+        ("value=rate n_elements=4096 target=1", "target= needs"),
+        ("value=pct_roofline n_elements=4096 target=high", "target must be a number"),
+    ],
+)
+def test_bad_target_fails_the_build(tmp_path, directive, message):
+    page = f"[[measured bench=vector_add gpu=gpu-a {directive}]]\n"
+    code, _, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
+    assert code != 0 and message in err
+
+
 def test_one_tab_per_gpu(tmp_path):
     files = {
         "fixture-gpu-a.json": fixture_doc(),
