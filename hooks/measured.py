@@ -21,6 +21,14 @@ time. Directives, each written in a page's Markdown outside code blocks:
     number, as shown, reaches X: ``0.90× (met)`` or ``0.82× (missed)``, so a
     verdict is never typed beside a number that a new run can change.
 
+``[[verdict bench=NAME gpu=h100 value=pct_roofline target=85 dtype=float16]]``
+    A target judged over every row the selector leaves (size parameters and
+    dtype are optional here; ``n_cols=>=1024`` keeps sizes from 1024 up):
+    "met at all 5 sizes (lowest 86 %)" or "missed at 2 of 5 sizes (lowest
+    72 %, at n_cols 2<sup>20</sup>)". ``value`` is
+    ``pct_roofline`` or ``ratio:<peer>``; each row is judged on its number
+    as a page shows it, as with ``target=`` above.
+
 ``[[plot NAME]]``  (alone on a line)
     The plot of benchmark NAME (rate against size per peer, the roofline as a
     dashed line): a tab per GPU, inlined from ``docs/assets/plots/NAME-<gpu>.svg``
@@ -65,6 +73,7 @@ _PLOT_RE = re.compile(r"^\[\[plot\s+([\w.-]+)\]\]\s*$")
 _CAPTURE_RE = re.compile(r"^\[\[capture\s+([\w.-]+)\]\]\s*$")
 _NOTEBOOK_RE = re.compile(r"^\[\[notebook\s+(\S+\.ipynb)\]\]\s*$")
 _MEASURED_RE = re.compile(r"\[\[measured\s+([^\]]+)\]\]")
+_VERDICT_RE = re.compile(r"\[\[verdict\s+([^\]]+)\]\]")
 
 _state: dict = {}
 
@@ -372,6 +381,66 @@ def render_measured(text: str, gpus: list, root: Path) -> str:
     return number
 
 
+def render_verdict(text: str, gpus: list, root: Path) -> str:
+    args = _parse_args(text)
+    gpu_key, value = args.pop("gpu", None), args.pop("value", None)
+    name, peer = args.pop("bench", None), args.pop("peer", "Triton")
+    if not (gpu_key and value and name and "target" in args):
+        raise ValueError("verdict needs bench=, gpu=, value= and target=")
+    target = _target(args.pop("target"), value)
+    matches = [g for g in gpus if gpu_key.lower() in g.gpu["slug"].lower()]
+    if len(matches) > 1:
+        raise ValueError(f"gpu={gpu_key!r} matches several data files")
+    if not matches or name not in matches[0].benchmarks:
+        if not _declared_in_snippets(name):
+            raise ValueError(f"no snippet declares a benchmark named {name!r}")
+        return f"*(not yet measured on {gpu_key.upper()})*"
+    bench = matches[0].benchmarks[name]
+    unknown = set(args) - set(bench["params"]) - {"dtype"}
+    if unknown:
+        raise ValueError(f"unknown selector(s) {sorted(unknown)} for {name}")
+    rows = [r for r in bench["rows"] if all(_selects(r, k, w) for k, w in args.items())]
+    if not rows:
+        raise ValueError(f"verdict selects no row of {name}")
+    judged = []  # (number as shown, row)
+    for row in rows:
+        if value == "pct_roofline":
+            number = _pct_roofline(row, bench, peer)
+            shown, unit = (None, "") if number is None else (round(number), " %")
+        else:
+            number = _ratio(row, value[6:], base=peer)
+            shown, unit = (None, "") if number is None else (round(number, 2), "×")
+        if shown is None:
+            raise ValueError(f"{name}: a row has no result for {value!r}")
+        judged.append((shown, row))
+    lowest, low_row = min(judged, key=lambda pair: pair[0])
+    low_text = f"{lowest:.0f} %" if unit == " %" else f"{lowest:.2f}×"
+    missed = sum(shown < target for shown, _ in judged)
+    stale = "" if not T.is_stale(bench, root) else f'<sup title="{STALE_TEXT}">†</sup>'
+    if len(judged) == 1:
+        return f"{'missed' if missed else 'met'} ({low_text}){stale}"
+    if not missed:
+        return f"met at all {len(judged)} sizes (lowest {low_text}){stale}"
+    # Name the lowest row by the parameters that differ between the rows.
+    varying = [
+        key for key in bench["params"] if len({r["size"][key] for r in rows}) > 1
+    ]
+    where = ", ".join(f"{key} {_fmt_size(low_row['size'][key])}" for key in varying)
+    if len({r["dtype"] for r in rows}) > 1:
+        where = f"{where}, {low_row['dtype']}" if where else low_row["dtype"]
+    at = f", at {where}" if where else ""
+    return f"missed at {missed} of {len(judged)} sizes (lowest {low_text}{at}){stale}"
+
+
+def _selects(row: dict, key: str, wanted: str) -> bool:
+    """A verdict's selector: dtype=float16, n_cols=1024, or n_cols=>=1024."""
+    if key == "dtype":
+        return row["dtype"] == wanted
+    if wanted.startswith(">="):
+        return row["size"][key] >= float(wanted[2:])
+    return str(row["size"][key]) == wanted
+
+
 def _target(text: str | None, value: str) -> float | None:
     if text is None:
         return None
@@ -436,6 +505,7 @@ def on_page_markdown(markdown, page, config, files):
             return render_capture(m.group(1), gpus, root)
         if m := _NOTEBOOK_RE.match(line.strip()):
             return render_notebook(m.group(1), page, config, files)
-        return _MEASURED_RE.sub(lambda m: render_measured(m.group(1), gpus, root), line)
+        line = _MEASURED_RE.sub(lambda m: render_measured(m.group(1), gpus, root), line)
+        return _VERDICT_RE.sub(lambda m: render_verdict(m.group(1), gpus, root), line)
 
     return rewrite_directives(markdown, page, render)

@@ -153,6 +153,48 @@ def test_bad_target_fails_the_build(tmp_path, directive, message):
     assert code != 0 and message in err
 
 
+def test_verdict_judges_every_selected_row(tmp_path):
+    # Ratios to eager: 1.20 at 4096 elements, 1.25 at 1048576; shares of the
+    # roofline: 0 % and 63 %.
+    eager = "bench=vector_add gpu=gpu-a value='ratio:PyTorch eager'"
+    share = "bench=vector_add gpu=gpu-a value=pct_roofline"
+    page = (
+        f"A [[verdict {eager} target=1.2]].\n\n"
+        f"B [[verdict {eager} target=1.21]].\n\n"
+        f"C [[verdict {share} target=50 dtype=float32]].\n\n"
+        f"D [[verdict {eager} target=1.25 n_elements=1048576]].\n\n"
+        f"E [[verdict {share} target=64 n_elements=1048576]].\n\n"
+        f"F [[verdict {share} target=60 n_elements=>=65536]].\n"
+    )
+    code, html, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
+    assert code == 0, err
+    assert "A met at all 2 sizes (lowest 1.20×)." in html
+    assert (
+        "B missed at 1 of 2 sizes (lowest 1.20×, at n_elements 2<sup>12</sup>)." in html
+    )
+    assert (
+        "C missed at 1 of 2 sizes (lowest 0 %, at n_elements 2<sup>12</sup>)." in html
+    )
+    assert "D met (1.25×)." in html
+    assert "E missed (63 %)." in html
+    assert "F met (63 %)." in html  # the 4096 row is below the range
+
+
+@pytest.mark.parametrize(
+    "directive, message",
+    [
+        ("value=pct_roofline", "needs bench=, gpu=, value= and target="),
+        ("value=rate target=1", "target= needs"),
+        ("value=pct_roofline target=1 n_rows=3", "unknown selector"),
+        ("value=pct_roofline target=1 dtype=float16", "selects no row"),
+    ],
+)
+def test_bad_verdict_fails_the_build(tmp_path, directive, message):
+    page = f"[[verdict bench=vector_add gpu=gpu-a {directive}]]\n"
+    code, _, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
+    assert code != 0 and message in err
+
+
 def test_one_tab_per_gpu(tmp_path):
     files = {
         "fixture-gpu-a.json": fixture_doc(),
