@@ -328,12 +328,9 @@ def render_measured(text: str, gpus: list, root: Path) -> str:
     value = args.pop("value", None)
     if not gpu_key or not value:
         raise ValueError("needs gpu=... and value=...")
-    matches = [g for g in gpus if gpu_key.lower() in g.gpu["slug"].lower()]
-    if len(matches) > 1:
-        raise ValueError(f"gpu={gpu_key!r} matches several data files")
-    if not matches:
+    g = _one_gpu(gpus, gpu_key)
+    if g is None:
         return f"*(not yet measured on {gpu_key.upper()})*"
-    g = matches[0]
     if value.startswith("gpu."):
         field = value[4:]
         if field in _DERIVED_GPU_FIELDS:  # e.g. gpu.l2_mib from gpu.l2_bytes
@@ -344,14 +341,9 @@ def render_measured(text: str, gpus: list, root: Path) -> str:
         if field not in g.gpu:
             raise ValueError(f"no GPU field {field!r}")
         return str(g.gpu[field])
-    name = args.pop("bench", None)
-    if name not in g.benchmarks:
-        # A benchmark this GPU has not measured yet (a new kernel, or a run
-        # with --only) reads as such; a name no snippet declares is a typo.
-        if not _declared_in_snippets(name):
-            raise ValueError(f"no snippet declares a benchmark named {name!r}")
+    bench = _measured_bench(g, args.pop("bench", None))
+    if bench is None:
         return f"*(not yet measured on {g.label})*"
-    bench = g.benchmarks[name]
     peer = args.pop("peer", "Triton")
     target = _target(args.pop("target", None), value)
     row = _select_row(bench, args)
@@ -361,19 +353,13 @@ def render_measured(text: str, gpus: list, root: Path) -> str:
         number = f"{_fmt_number(row['results'][peer]['rate'])} {bench['unit']}"
     elif value == "median_ms":
         number = f"{row['results'][peer]['median_ms']:.3g} ms"
-    elif value == "pct_roofline":
-        shown = round(_pct_roofline(row, bench, peer))
-        number = f"{shown:.0f} %{_verdict(shown, target)}"
+    elif value == "pct_roofline" or value.startswith("ratio:"):
+        shown, number = _shown(row, bench, value, peer)
+        number += _verdict(shown, target)
     elif value == "roofline":
         number = (
             f"{_fmt_number(bench['roofline']['value'])} {bench['roofline']['unit']}"
         )
-    elif value.startswith("ratio:"):
-        ratio = _ratio(row, value[6:], base=peer)
-        if ratio is None:
-            raise ValueError(f"no result for peer {value[6:]!r}")
-        shown = round(ratio, 2)
-        number = f"{shown:.2f}×{_verdict(shown, target)}"
     else:
         raise ValueError(f"unknown value {value!r}")
     if T.is_stale(bench, root):
@@ -388,34 +374,23 @@ def render_verdict(text: str, gpus: list, root: Path) -> str:
     if not (gpu_key and value and name and "target" in args):
         raise ValueError("verdict needs bench=, gpu=, value= and target=")
     target = _target(args.pop("target"), value)
-    matches = [g for g in gpus if gpu_key.lower() in g.gpu["slug"].lower()]
-    if len(matches) > 1:
-        raise ValueError(f"gpu={gpu_key!r} matches several data files")
-    if not matches or name not in matches[0].benchmarks:
+    g = _one_gpu(gpus, gpu_key)
+    if g is None:
         if not _declared_in_snippets(name):
             raise ValueError(f"no snippet declares a benchmark named {name!r}")
         return f"*(not yet measured on {gpu_key.upper()})*"
-    bench = matches[0].benchmarks[name]
+    bench = _measured_bench(g, name)
+    if bench is None:
+        return f"*(not yet measured on {g.label})*"
     unknown = set(args) - set(bench["params"]) - {"dtype"}
     if unknown:
         raise ValueError(f"unknown selector(s) {sorted(unknown)} for {name}")
     rows = [r for r in bench["rows"] if all(_selects(r, k, w) for k, w in args.items())]
     if not rows:
         raise ValueError(f"verdict selects no row of {name}")
-    judged = []  # (number as shown, row)
-    for row in rows:
-        if value == "pct_roofline":
-            number = _pct_roofline(row, bench, peer)
-            shown, unit = (None, "") if number is None else (round(number), " %")
-        else:
-            number = _ratio(row, value[6:], base=peer)
-            shown, unit = (None, "") if number is None else (round(number, 2), "×")
-        if shown is None:
-            raise ValueError(f"{name}: a row has no result for {value!r}")
-        judged.append((shown, row))
-    lowest, low_row = min(judged, key=lambda pair: pair[0])
-    low_text = f"{lowest:.0f} %" if unit == " %" else f"{lowest:.2f}×"
-    missed = sum(shown < target for shown, _ in judged)
+    judged = [(*_shown(row, bench, value, peer), row) for row in rows]
+    _, low_text, low_row = min(judged, key=lambda entry: entry[0])
+    missed = sum(shown < target for shown, _, _ in judged)
     stale = "" if not T.is_stale(bench, root) else f'<sup title="{STALE_TEXT}">†</sup>'
     if len(judged) == 1:
         return f"{'missed' if missed else 'met'} ({low_text}){stale}"
@@ -430,6 +405,42 @@ def render_verdict(text: str, gpus: list, root: Path) -> str:
         where = f"{where}, {low_row['dtype']}" if where else low_row["dtype"]
     at = f", at {where}" if where else ""
     return f"missed at {missed} of {len(judged)} sizes (lowest {low_text}{at}){stale}"
+
+
+def _one_gpu(gpus: list, gpu_key: str):
+    """The data file whose slug contains gpu_key, or None if there is none."""
+    matches = [g for g in gpus if gpu_key.lower() in g.gpu["slug"].lower()]
+    if len(matches) > 1:
+        raise ValueError(f"gpu={gpu_key!r} matches several data files")
+    return matches[0] if matches else None
+
+
+def _measured_bench(g, name: str) -> dict | None:
+    """Benchmark NAME of one GPU's data, or None if that GPU has not run it."""
+    if name not in g.benchmarks:
+        # A benchmark this GPU has not measured yet (a new kernel, or a run
+        # with --only) reads as such; a name no snippet declares is a typo.
+        if not _declared_in_snippets(name):
+            raise ValueError(f"no snippet declares a benchmark named {name!r}")
+        return None
+    return g.benchmarks[name]
+
+
+def _shown(row: dict, bench: dict, value: str, peer: str) -> tuple[float, str]:
+    """A pct_roofline or ratio:<peer> number as the page shows it, and its text.
+
+    Targets are judged on the rounded number, so a verdict never disagrees
+    with the number printed beside it.
+    """
+    if value == "pct_roofline":
+        pct = _pct_roofline(row, bench, peer)
+        if pct is None:
+            raise ValueError(f"no result for peer {peer!r}")
+        return round(pct), f"{round(pct):.0f} %"
+    ratio = _ratio(row, value[6:], base=peer)
+    if ratio is None:
+        raise ValueError(f"no result for peer {value[6:]!r}")
+    return round(ratio, 2), f"{round(ratio, 2):.2f}×"
 
 
 def _selects(row: dict, key: str, wanted: str) -> bool:
@@ -455,7 +466,6 @@ def _target(text: str | None, value: str) -> float | None:
 
 
 def _verdict(shown: float, target: float | None) -> str:
-    # Judged on the number as the page shows it, so the two never disagree.
     if target is None:
         return ""
     return " (met)" if shown >= target else " (missed)"

@@ -140,19 +140,6 @@ def test_target_renders_met_or_missed_from_the_data(tmp_path):
     assert "C 63 % (met)." in html
 
 
-@pytest.mark.parametrize(
-    "directive, message",
-    [
-        ("value=rate n_elements=4096 target=1", "target= needs"),
-        ("value=pct_roofline n_elements=4096 target=high", "target must be a number"),
-    ],
-)
-def test_bad_target_fails_the_build(tmp_path, directive, message):
-    page = f"[[measured bench=vector_add gpu=gpu-a {directive}]]\n"
-    code, _, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
-    assert code != 0 and message in err
-
-
 def test_verdict_judges_every_selected_row(tmp_path):
     # Ratios to eager: 1.20 at 4096 elements, 1.25 at 1048576; shares of the
     # roofline: 0 % and 63 %.
@@ -181,16 +168,22 @@ def test_verdict_judges_every_selected_row(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "directive, message",
+    "kind, directive, message",
     [
-        ("value=pct_roofline", "needs bench=, gpu=, value= and target="),
-        ("value=rate target=1", "target= needs"),
-        ("value=pct_roofline target=1 n_rows=3", "unknown selector"),
-        ("value=pct_roofline target=1 dtype=float16", "selects no row"),
+        ("measured", "value=rate n_elements=4096 target=1", "target= needs"),
+        (
+            "measured",
+            "value=pct_roofline n_elements=4096 target=high",
+            "target must be a number",
+        ),
+        ("verdict", "value=pct_roofline", "needs bench=, gpu=, value= and target="),
+        ("verdict", "value=rate target=1", "target= needs"),
+        ("verdict", "value=pct_roofline target=1 n_rows=3", "unknown selector"),
+        ("verdict", "value=pct_roofline target=1 dtype=float16", "selects no row"),
     ],
 )
-def test_bad_verdict_fails_the_build(tmp_path, directive, message):
-    page = f"[[verdict bench=vector_add gpu=gpu-a {directive}]]\n"
+def test_bad_target_or_verdict_fails_the_build(tmp_path, kind, directive, message):
+    page = f"[[{kind} bench=vector_add gpu=gpu-a {directive}]]\n"
     code, _, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
     assert code != 0 and message in err
 
