@@ -20,7 +20,11 @@ def rewrite_directives(
     page,
     render: Callable[[str], str],
     errors: tuple[type[Exception], ...] = (ValueError,),
+    collect: tuple[type[Exception], list] | None = None,
 ) -> str:
+    """``collect=(ExcType, problems)``: such an error is appended to
+    ``problems`` as "page:line: message" and the line kept, so that a build
+    can name every one of them before it fails (see measured.on_post_build)."""
     out, in_fence = [], False
     for number, line in enumerate(markdown.split("\n"), start=1):
         if _FENCE_RE.match(line):
@@ -30,6 +34,12 @@ def rewrite_directives(
             continue
         try:
             out.append(render(line))
-        except errors as exc:
+        except Exception as exc:
+            if collect is not None and isinstance(exc, collect[0]):
+                collect[1].append(f"{page.file.src_uri}:{number}: {exc}")
+                out.append(line)
+                continue
+            if not isinstance(exc, errors):
+                raise
             raise PluginError(f"{page.file.src_uri}:{number}: {exc}") from None
     return "\n".join(out)

@@ -17,17 +17,28 @@ time. Directives, each written in a page's Markdown outside code blocks:
     Size parameters select the row; ``largest`` picks the biggest value.
     ``peer=`` (default Triton) picks whose number it is.
     Quote values with spaces: ``value="ratio:PyTorch eager"``.
-    ``target=X`` (with ``ratio:`` or ``pct_roofline``) appends whether the
-    number, as shown, reaches X: ``0.90× (met)`` or ``0.82× (missed)``, so a
-    verdict is never typed beside a number that a new run can change.
+    ``target=X`` (with ``ratio:`` or ``pct_roofline``) appends a three-way
+    verdict judged on the number's interval (see ``timings.paired_ratio``):
+    ``(met)`` when all of it reaches X, ``(missed)`` when none does, ``(too
+    close to call)`` when it holds X; so a verdict is never typed beside a
+    number that a new run can change.
 
 ``[[verdict bench=NAME gpu=h100 value=pct_roofline target=85 dtype=float16]]``
     A target judged over every row the selector leaves (size parameters and
     dtype are optional here; ``n_cols=>=1024`` keeps sizes from 1024 up):
-    "met at all 5 sizes (lowest 86 %)" or "missed at 2 of 5 sizes (lowest
-    72 %, at n_cols 2<sup>20</sup>)". ``value`` is
-    ``pct_roofline`` or ``ratio:<peer>``; each row is judged on its number
-    as a page shows it, as with ``target=`` above.
+    "met at all 5 sizes (lowest 86 %)" or "met at 3, missed at 1, too close
+    to call at 1 of 5 sizes (lowest 72 %, at n_cols 2<sup>20</sup>)".
+    ``value`` is ``pct_roofline`` or ``ratio:<peer>``; each row is judged
+    three-way on its interval, as with ``target=`` above.
+
+``[[claim bench=NAME gpu=h100 value=ratio:cuBLAS is=">=0.9" dtype=float16 M=4096]]``
+    A comparison the prose makes, checked: it renders the number (or, over
+    several rows, the range) and FAILS THE BUILD, naming the page and the
+    claim, unless the data supports ``is`` at every selected row with its
+    whole interval: ``>X``/``>=X``, ``<X``/``<=X``, or ``~X`` (the interval
+    lies within ±5 % of X). A claim the data makes too close to call fails
+    too: it must not be stated as fact. ``value`` may also be
+    ``vs:<bench>``: this benchmark's Triton rate over that one's, row by row.
 
 ``[[plot NAME]]``  (alone on a line)
     The plot of benchmark NAME (rate against size per peer, the roofline as a
@@ -46,6 +57,12 @@ time. Directives, each written in a page's Markdown outside code blocks:
 
 A malformed data file, an unknown benchmark name where data exists, or a
 selector that matches no row fails the build with a message naming the page.
+
+Format-1 data (one round, no spread; allowed only by ``legacy_timings: true``
+in mkdocs.yml) is labelled on every table, and its intervals are the point
+value ±``LEGACY_REL_HALF_WIDTH``: a re-run of the single-round method moved
+about a quarter of the ratios by more than that (issue #13), so anything
+closer is judged too close to call.
 """
 
 from __future__ import annotations
@@ -74,14 +91,24 @@ _CAPTURE_RE = re.compile(r"^\[\[capture\s+([\w.-]+)\]\]\s*$")
 _NOTEBOOK_RE = re.compile(r"^\[\[notebook\s+(\S+\.ipynb)\]\]\s*$")
 _MEASURED_RE = re.compile(r"\[\[measured\s+([^\]]+)\]\]")
 _VERDICT_RE = re.compile(r"\[\[verdict\s+([^\]]+)\]\]")
+_CLAIM_RE = re.compile(r"\[\[claim\s+([^\]]+)\]\]")
+LEGACY_REL_HALF_WIDTH = 0.10
+LEGACY_TEXT = "single-round data: no run-to-run spread"
+CLOSE = 0.05  # a "~X" claim: the interval lies within ±5 % of X
+LAUNCH_BOUND = 1.5  # a call from Python taking this × its GPU time is launch-bound
 
 _state: dict = {}
+
+
+class ClaimError(ValueError):
+    """A [[claim]] the data contradicts or cannot decide: collected per build."""
 
 
 # ---------------------------------------------------------------- loading ---
 
 
 def on_config(config):
+    _state["broken_claims"] = []
     try:
         _state["gpus"] = T.load_for_site(config)
     except T.TimingDataError as exc:
@@ -124,42 +151,81 @@ def _date(bench: dict) -> str:
     return bench["provenance"]["date"][:10]
 
 
-def render_table(bench: dict, gpu: dict, stale: bool) -> str:
+def _pm(spread: T.Spread) -> str:
+    """The compact spread of a number: "±3 %"."""
+    return f"±{100 * spread.rel_half_width:.0f} %"
+
+
+def render_table(bench: dict, gpu: dict, stale: bool, legacy: bool = False) -> str:
     unit = bench["unit"]
     peers = bench["peers"]
     others = [p for p in peers if p != "Triton"]
-    head = [*bench["params"], "dtype", "Triton ms (p20–p80)"]
+    time_head = "Triton ms (p20–p80)" if legacy else "Triton GPU ms"
+    head = [*bench["params"], "dtype", time_head]
     head += [f"{p} {unit}" for p in peers]
     head += [f"Triton ÷ {p}" for p in others]
     head += [f"Triton % of {bench['roofline']['name']}"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
+    launch_bound = 0
     for row in bench["rows"]:
         cells = [_fmt_size(row["size"][p]) for p in bench["params"]]
         cells.append(row["dtype"])
         tri = row["results"].get("Triton")
-        cells.append(
-            f"{tri['median_ms']:.4g} ({tri['p20_ms']:.3g}–{tri['p80_ms']:.3g})"
-            if tri
-            else "—"
-        )
+        if tri is None:
+            cells.append("—")
+        elif legacy:
+            cells.append(
+                f"{tri['median_ms']:.4g} ({tri['p20_ms']:.3g}–{tri['p80_ms']:.3g})"
+            )
+        else:
+            mark = ""
+            if tri["wall_ms"] > LAUNCH_BOUND * tri["median_ms"]:
+                mark = " ◆"
+                launch_bound += 1
+            cells.append(f"{tri['median_ms']:.4g} {_pm(T.spread_of(tri))}{mark}")
         for p in peers:
             r = row["results"].get(p)
             cells.append(_fmt_number(r["rate"]) if r else "—")
         for p in others:
             ratio = _ratio(row, p)
-            cells.append(f"{ratio:.2f}×" if ratio is not None else "—")
+            if ratio is None:
+                cells.append("—")
+            elif legacy:
+                cells.append(f"{ratio:.2f}×")
+            else:
+                cells.append(f"{ratio:.2f}× {_pm(T.paired_ratio(row, p))}")
         pct = _pct_roofline(row, bench)
         cells.append(f"{pct:.0f} %" if pct is not None else "—")
         lines.append("| " + " | ".join(cells) + " |")
 
     prov = bench["provenance"]
     roof = bench["roofline"]
+    if legacy:
+        method = (
+            "Median of one `triton.testing.do_bench` run per row (launch cost "
+            "included), 20th–80th percentile in brackets."
+        )
+    else:
+        rounds = bench["timing"]["rounds"]
+        method = (
+            f"GPU time: the median of {rounds} interleaved rounds, each the "
+            "median of several calls that start with a cold L2 and have "
+            "Python's launch path hidden; ± is half the interquartile range "
+            "over the rounds (for a ratio, of the round-by-round ratios, at "
+            f"least ±{100 * T.MIN_REL_HALF_WIDTH:.0f} %)."
+        )
+        if launch_bound:
+            method += (
+                f" ◆ launch-bound: a call from Python takes over {LAUNCH_BOUND}× "
+                "its GPU time (the data file has that wall time)."
+            )
+        method += _clock_note(bench)
+        method += _autotune_note(bench)
     caption = (
         f"*{gpu['name']} ({gpu['sm_count']} SMs), measured {_date(bench)}: "
         f"driver {prov['driver']}, CUDA {prov['cuda']}, torch {prov['torch']}, "
         f"triton {prov['triton']}, Python {prov['python']}, "
-        f"commit `{str(prov['commit'])[:10]}`. "
-        f"Median of `triton.testing.do_bench`, 20th–80th percentile in brackets. "
+        f"commit `{str(prov['commit'])[:10]}`. {method} "
         f"{unit} counts {'bytes moved' if bench['metric'] == 'bandwidth' else 'FLOPs'}"
         f" per call; the roofline, {roof['name']} = {_fmt_number(roof['value'])} "
         f"{roof['unit']}, was measured in the same run.*"
@@ -172,8 +238,46 @@ def render_table(bench: dict, gpu: dict, stale: bool) -> str:
             "the GPU runner will measure it again before the next publish.",
             "",
         ]
+    if legacy:
+        out += _legacy_note()
     out += lines + ["", caption]
     return "\n".join(out)
+
+
+def _legacy_note() -> list[str]:
+    return [
+        f'!!! warning "Measured with the old method: {LEGACY_TEXT}"',
+        "    These numbers come from a single `do_bench` per row, before the "
+        "runner timed in interleaved rounds. A re-run of that method moved "
+        "about a quarter of the Triton/peer ratios by more than "
+        f"{100 * LEGACY_REL_HALF_WIDTH:.0f} %, so verdicts and claims on this "
+        f"page treat each ratio as uncertain by ±{100 * LEGACY_REL_HALF_WIDTH:.0f} %. "
+        "The next GPU run replaces them.",
+        "",
+    ]
+
+
+def _clock_note(bench: dict) -> str:
+    start, end = bench["clocks"].get("start", {}), bench["clocks"].get("end", {})
+    if "sm_mhz" not in start or "sm_mhz" not in end:
+        return ""
+    return (
+        f" SM clock {start['sm_mhz']}→{end['sm_mhz']} MHz, "
+        f"{start.get('temp_c', '?')}→{end.get('temp_c', '?')} °C, "
+        f"{start.get('power_w', '?')}→{end.get('power_w', '?')} W from the "
+        "benchmark's start to its end (NVML)."
+    )
+
+
+def _autotune_note(bench: dict) -> str:
+    tuned = [r["autotune"] for r in bench["rows"] if r.get("autotune")]
+    if not tuned:
+        return ""
+    agreed = sum(all(k["agreed"] for k in t.values()) for t in tuned)
+    return (
+        f" Autotuned: each row tuned at least twice; the tunings agreed in "
+        f"{agreed} of {len(tuned)} rows (the chosen configs are in the data file)."
+    )
 
 
 def render_timings(name: str, gpus: list, root: Path) -> str:
@@ -188,7 +292,7 @@ def render_timings(name: str, gpus: list, root: Path) -> str:
     blocks = []
     for g in measured:
         bench = g.benchmarks[name]
-        body = render_table(bench, g.gpu, T.is_stale(bench, root))
+        body = render_table(bench, g.gpu, T.is_stale(bench, root), g.legacy)
         indented = "\n".join(
             ("    " + line) if line else "" for line in body.split("\n")
         )
@@ -354,8 +458,9 @@ def render_measured(text: str, gpus: list, root: Path) -> str:
     elif value == "median_ms":
         number = f"{row['results'][peer]['median_ms']:.3g} ms"
     elif value == "pct_roofline" or value.startswith("ratio:"):
-        shown, number = _shown(row, bench, value, peer)
-        number += _verdict(shown, target)
+        spread, number = _shown(row, bench, value, peer, g)
+        if target is not None:
+            number += f" ({T.verdict(spread, target)})"
     elif value == "roofline":
         number = (
             f"{_fmt_number(bench['roofline']['value'])} {bench['roofline']['unit']}"
@@ -388,23 +493,110 @@ def render_verdict(text: str, gpus: list, root: Path) -> str:
     rows = [r for r in bench["rows"] if all(_selects(r, k, w) for k, w in args.items())]
     if not rows:
         raise ValueError(f"verdict selects no row of {name}")
-    judged = [(*_shown(row, bench, value, peer), row) for row in rows]
-    _, low_text, low_row = min(judged, key=lambda entry: entry[0])
-    missed = sum(shown < target for shown, _, _ in judged)
+    judged = []
+    for row in rows:
+        spread, text = _shown(row, bench, value, peer, g)
+        judged.append((spread.median, text, row, T.verdict(spread, target)))
+    _, low_text, low_row, _ = min(judged, key=lambda entry: entry[0])
+    counts = {k: sum(v == k for *_, v in judged) for k in T.VERDICTS}
     stale = "" if not T.is_stale(bench, root) else f'<sup title="{STALE_TEXT}">†</sup>'
     if len(judged) == 1:
-        return f"{'missed' if missed else 'met'} ({low_text}){stale}"
-    if not missed:
+        return f"{judged[0][3]} ({low_text}){stale}"
+    if counts["met"] == len(judged):
         return f"met at all {len(judged)} sizes (lowest {low_text}){stale}"
-    # Name the lowest row by the parameters that differ between the rows.
+    parts = [f"{k} at {counts[k]}" for k in T.VERDICTS if counts[k]]
+    return (
+        f"{', '.join(parts)} of {len(judged)} sizes "
+        f"(lowest {low_text}{_where(bench, rows, low_row)}){stale}"
+    )
+
+
+def _where(bench: dict, rows: list, row: dict) -> str:
+    """ ", at n_cols 2^20, float16": a row named by what differs between rows."""
     varying = [
         key for key in bench["params"] if len({r["size"][key] for r in rows}) > 1
     ]
-    where = ", ".join(f"{key} {_fmt_size(low_row['size'][key])}" for key in varying)
+    where = ", ".join(f"{key} {_fmt_size(row['size'][key])}" for key in varying)
     if len({r["dtype"] for r in rows}) > 1:
-        where = f"{where}, {low_row['dtype']}" if where else low_row["dtype"]
-    at = f", at {where}" if where else ""
-    return f"missed at {missed} of {len(judged)} sizes (lowest {low_text}{at}){stale}"
+        where = f"{where}, {row['dtype']}" if where else row["dtype"]
+    return f", at {where}" if where else ""
+
+
+_CLAIM_OPS = {
+    ">": lambda s, x: s.low > x,
+    ">=": lambda s, x: s.low >= x,
+    "<": lambda s, x: s.high < x,
+    "<=": lambda s, x: s.high <= x,
+    "~": lambda s, x: (1 - CLOSE) * x <= s.low and s.high <= (1 + CLOSE) * x,
+}
+# The claim's opposite, as the data would show it: what makes it false rather
+# than too close to call.
+_CLAIM_FALSE = {
+    ">": lambda s, x: s.high <= x,
+    ">=": lambda s, x: s.high < x,
+    "<": lambda s, x: s.low >= x,
+    "<=": lambda s, x: s.low > x,
+    "~": lambda s, x: s.high < (1 - CLOSE) * x or s.low > (1 + CLOSE) * x,
+}
+
+
+def _parse_claim(text: str) -> tuple[str, float]:
+    m = re.fullmatch(r"(>=|<=|>|<|~)\s*([0-9.]+)", text.strip())
+    if not m:
+        raise ValueError(f"is={text!r}: expected >X, >=X, <X, <=X or ~X")
+    return m.group(1), float(m.group(2))
+
+
+def render_claim(text: str, gpus: list, root: Path) -> str:
+    """A checked comparison: the number(s), or a build failure naming why."""
+    args = _parse_args(text)
+    gpu_key, value = args.pop("gpu", None), args.pop("value", None)
+    name, peer = args.pop("bench", None), args.pop("peer", "Triton")
+    claim = args.pop("is", None)
+    if not (gpu_key and value and name and claim):
+        raise ValueError("claim needs bench=, gpu=, value= and is=")
+    op, x = _parse_claim(claim)
+    if not (value.startswith(("ratio:", "vs:")) or value == "pct_roofline"):
+        raise ValueError(
+            f"claim value must be ratio:, vs: or pct_roofline, not {value!r}"
+        )
+    g = _one_gpu(gpus, gpu_key)
+    # Not measured yet: the claim states nothing, and the page says so.
+    if g is None:
+        if not _declared_in_snippets(name):
+            raise ValueError(f"no snippet declares a benchmark named {name!r}")
+        return f"*(not yet measured on {gpu_key.upper()})*"
+    bench = _measured_bench(g, name)
+    if bench is None:
+        return f"*(not yet measured on {g.label})*"
+    unknown = set(args) - set(bench["params"]) - {"dtype"}
+    if unknown:
+        raise ValueError(f"unknown selector(s) {sorted(unknown)} for {name}")
+    rows = [r for r in bench["rows"] if all(_selects(r, k, w) for k, w in args.items())]
+    if not rows:
+        raise ValueError(f"claim selects no row of {name}")
+    shown = []
+    for row in rows:
+        spread, number = _shown(row, bench, value, peer, g)
+        where = _where(bench, rows, row) or " (the only row selected)"
+        if _CLAIM_FALSE[op](spread, x):
+            raise ClaimError(
+                f"claim {value} {claim} on {g.label} is contradicted by "
+                f"{g.path.name}{where}: {number} "
+                f"(interval {spread.low:.3g}–{spread.high:.3g})"
+            )
+        if not _CLAIM_OPS[op](spread, x):
+            raise ClaimError(
+                f"claim {value} {claim} on {g.label} is too close to call in "
+                f"{g.path.name}{where}: {number} (interval {spread.low:.3g}–"
+                f"{spread.high:.3g}); do not state it as fact"
+            )
+        shown.append((spread.median, number))
+    stale = "" if not T.is_stale(bench, root) else f'<sup title="{STALE_TEXT}">†</sup>'
+    if len(shown) == 1:
+        return shown[0][1] + stale
+    lo, hi = min(shown)[1], max(shown)[1]
+    return f"{lo} to {hi} over {len(shown)} sizes{stale}"
 
 
 def _one_gpu(gpus: list, gpu_key: str):
@@ -426,21 +618,59 @@ def _measured_bench(g, name: str) -> dict | None:
     return g.benchmarks[name]
 
 
-def _shown(row: dict, bench: dict, value: str, peer: str) -> tuple[float, str]:
-    """A pct_roofline or ratio:<peer> number as the page shows it, and its text.
+def _legacy_spread(point: float) -> T.Spread:
+    half = LEGACY_REL_HALF_WIDTH * point
+    return T.Spread(point, point - half, point + half)
 
-    Targets are judged on the rounded number, so a verdict never disagrees
-    with the number printed beside it.
-    """
+
+def _shown(row: dict, bench: dict, value: str, peer: str, g) -> tuple[T.Spread, str]:
+    """A pct_roofline, ratio:<peer> or vs:<bench> number with its interval,
+    and its text as the page shows it ("0.91× ±3 %")."""
     if value == "pct_roofline":
-        pct = _pct_roofline(row, bench, peer)
-        if pct is None:
+        result = row["results"].get(peer)
+        if result is None:
             raise ValueError(f"no result for peer {peer!r}")
-        return round(pct), f"{round(pct):.0f} %"
-    ratio = _ratio(row, value[6:], base=peer)
-    if ratio is None:
-        raise ValueError(f"no result for peer {value[6:]!r}")
-    return round(ratio, 2), f"{round(ratio, 2):.2f}×"
+        per_ms = 100.0 * row["work"] / bench["roofline"]["value"]
+        per_ms /= 1e6 if bench["metric"] == "bandwidth" else 1e9
+        if g.legacy:
+            spread = _legacy_spread(per_ms / result["median_ms"])
+        else:
+            spread = T.widened(
+                per_ms / result["median_ms"],
+                per_ms / result["q75_ms"],
+                per_ms / result["q25_ms"],
+            )
+        return spread, f"{spread.median:.0f} % {_pm(spread)}"
+    if value.startswith("vs:"):
+        other = _measured_bench(g, value[3:])
+        if other is None:
+            raise ValueError(f"{value[3:]} is not measured on {g.label}")
+        match = [
+            r
+            for r in other["rows"]
+            if r["size"] == row["size"] and r["dtype"] == row["dtype"]
+        ]
+        if not match or peer not in row["results"] or peer not in match[0]["results"]:
+            raise ValueError(f"{value[3:]} has no {peer} row like {row['size']}")
+        a, b = row["results"][peer], match[0]["results"][peer]
+        if g.legacy:
+            spread = _legacy_spread(b["median_ms"] / a["median_ms"])
+        else:  # two benchmarks, not interleaved: the intervals compound
+            spread = T.widened(
+                b["median_ms"] / a["median_ms"],
+                b["q25_ms"] / a["q75_ms"],
+                b["q75_ms"] / a["q25_ms"],
+            )
+        return spread, f"{spread.median:.2f}× {_pm(spread)}"
+    other = value[6:]
+    if g.legacy:
+        ratio = _ratio(row, other, base=peer)
+        spread = None if ratio is None else _legacy_spread(ratio)
+    else:
+        spread = T.paired_ratio(row, other, base=peer)
+    if spread is None:
+        raise ValueError(f"no result for peer {other!r}")
+    return spread, f"{spread.median:.2f}× {_pm(spread)}"
 
 
 def _selects(row: dict, key: str, wanted: str) -> bool:
@@ -463,12 +693,6 @@ def _target(text: str | None, value: str) -> float | None:
         return float(text)
     except ValueError:
         raise ValueError(f"target must be a number, got {text!r}") from None
-
-
-def _verdict(shown: float, target: float | None) -> str:
-    if target is None:
-        return ""
-    return " (met)" if shown >= target else " (missed)"
 
 
 # ---------------------------------------------------------------- buttons ---
@@ -516,6 +740,22 @@ def on_page_markdown(markdown, page, config, files):
         if m := _NOTEBOOK_RE.match(line.strip()):
             return render_notebook(m.group(1), page, config, files)
         line = _MEASURED_RE.sub(lambda m: render_measured(m.group(1), gpus, root), line)
+        line = _CLAIM_RE.sub(lambda m: render_claim(m.group(1), gpus, root), line)
         return _VERDICT_RE.sub(lambda m: render_verdict(m.group(1), gpus, root), line)
 
-    return rewrite_directives(markdown, page, render)
+    return rewrite_directives(
+        markdown,
+        page,
+        render,
+        collect=(ClaimError, _state.setdefault("broken_claims", [])),
+    )
+
+
+def on_post_build(config):
+    """Fail the build naming every claim the data contradicts or cannot decide."""
+    broken = _state.get("broken_claims") or []
+    if broken:
+        raise PluginError(
+            f"{len(broken)} claim(s) in the prose do not hold against the timing "
+            "data; rewrite them or re-measure:\n- " + "\n- ".join(broken)
+        )

@@ -14,7 +14,26 @@ from triton_course import timings as T
 SNIPPET = "snippets/vector_add.py"
 
 
-def fixture_doc(slug="fixture-gpu-a", name="Fixture GPU A", snippet_hash=None):
+ROUNDS = 5
+
+
+def result(ms: float, work: float, jitter=(0.0,) * ROUNDS, wall=None) -> dict:
+    """A format-2 result whose rounds are ``ms`` times (1 + jitter)."""
+    rounds = [ms * (1 + j) for j in jitter]
+    return {
+        "rounds_ms": rounds,
+        "median_ms": T.quantile(rounds, 0.5),
+        "q25_ms": T.quantile(rounds, 0.25),
+        "q75_ms": T.quantile(rounds, 0.75),
+        "wall_ms": wall or ms,
+        "launch_hidden": True,
+        "rate": work / T.quantile(rounds, 0.5) / 1e6,
+    }
+
+
+def fixture_doc(
+    slug="fixture-gpu-a", name="Fixture GPU A", snippet_hash=None, jitter=None
+):
     """A well-formed data file for a made-up GPU; its numbers are test values."""
     rows = []
     for n, (tri, eager) in {4096: (0.010, 0.012), 1048576: (0.020, 0.025)}.items():
@@ -25,18 +44,8 @@ def fixture_doc(slug="fixture-gpu-a", name="Fixture GPU A", snippet_hash=None):
                 "dtype": "float32",
                 "work": work,
                 "results": {
-                    "Triton": {
-                        "median_ms": tri,
-                        "p20_ms": tri,
-                        "p80_ms": tri,
-                        "rate": work / tri / 1e6,
-                    },
-                    "PyTorch eager": {
-                        "median_ms": eager,
-                        "p20_ms": eager,
-                        "p80_ms": eager,
-                        "rate": work / eager / 1e6,
-                    },
+                    "Triton": result(tri, work, jitter or (0.0,) * ROUNDS),
+                    "PyTorch eager": result(eager, work),
                 },
             }
         )
@@ -55,10 +64,29 @@ def fixture_doc(slug="fixture-gpu-a", name="Fixture GPU A", snippet_hash=None):
                 "roofline": {"name": "copy bandwidth", "value": 1000.0, "unit": "GB/s"},
                 "provenance": {k: f"test-{k}" for k in T.PROVENANCE_KEYS}
                 | {"date": "2026-01-02T03:04:05Z"},
+                "timing": {"rounds": ROUNDS, "method": "test"},
+                "clocks": {
+                    "start": {"sm_mhz": 1980, "temp_c": 40, "power_w": 100.0},
+                    "end": {"sm_mhz": 1755, "temp_c": 61, "power_w": 690.0},
+                },
                 "rows": rows,
             }
         },
     }
+
+
+def legacy_doc():
+    """The same GPU in format 1: one do_bench per row, p20/p80, no rounds."""
+    doc = fixture_doc()
+    doc["format_version"] = T.LEGACY_VERSION
+    bench = doc["benchmarks"]["vector_add"]
+    del bench["timing"], bench["clocks"]
+    for row in bench["rows"]:
+        for res in row["results"].values():
+            for key in ("rounds_ms", "q25_ms", "q75_ms", "wall_ms", "launch_hidden"):
+                del res[key]
+            res["p20_ms"] = res["p80_ms"] = res["median_ms"]
+    return doc
 
 
 PAGE = """# Fixture page
@@ -76,7 +104,7 @@ SMs: [[measured gpu=gpu-a value=gpu.sm_count]]. Other GPU: [[measured bench=vect
 """
 
 
-def build(tmp_path, files: dict, page=PAGE, data_dir="data/timings"):
+def build(tmp_path, files: dict, page=PAGE, data_dir="data/timings", extra=""):
     """Build a throwaway site with the real hook; return (returncode, html, stderr)."""
     (tmp_path / "docs").mkdir(exist_ok=True)
     (tmp_path / "docs" / "index.md").write_text(page)
@@ -91,7 +119,7 @@ def build(tmp_path, files: dict, page=PAGE, data_dir="data/timings"):
     (tmp_path / "mkdocs.yml").write_text(
         "site_name: t\n"
         f"repo_url: https://github.com/example/course\n"
-        f"extra:\n  timings_dir: {data_dir}\n"
+        f"extra:\n  timings_dir: {data_dir}\n{extra}"
         f"hooks:\n  - {REPO_ROOT / 'hooks' / 'measured.py'}\n"
         "markdown_extensions: [admonition, tables, attr_list, md_in_html,\n"
         "  pymdownx.superfences, {pymdownx.tabbed: {alternate_style: true}}]\n"
@@ -114,57 +142,170 @@ def test_table_and_inline_numbers_come_from_the_data(tmp_path):
     assert "Triton ÷ PyTorch eager" in html and "Triton % of copy bandwidth" in html
     # 12 * 2**20 bytes / 0.020 ms = 629 GB/s; 4096 row: 4.9 GB/s = 0.49 % of 1000
     assert "Rate: 629 GB/s." in html
-    assert "Roofline share: 0 %." in html
-    assert "Speed-up: 1.20×." in html
+    assert "Roofline share: 0 % ±3 %." in html
+    assert "Speed-up: 1.20× ±3 %." in html  # no spread in rounds: the ±3 % floor
+    # the table: GPU time with its spread, the clocks, the method
+    assert "Triton GPU ms" in html and "interleaved rounds" in html
+    assert "SM clock 1980→1755 MHz, 40→61 °C, 100.0→690.0 W" in html
     assert "SMs: 7." in html
     assert "not yet measured on H999" in html
     assert "[[timings inside_a_code_block_is_left_alone]]" in html
     assert "earlier version of this kernel" not in html
 
 
-def test_target_renders_met_or_missed_from_the_data(tmp_path):
-    # 4096 row: Triton 0.010 ms, eager 0.012 ms -> 1.20x; 1048576 row -> 1.25x.
+def test_target_renders_met_missed_or_too_close_to_call(tmp_path):
+    # 4096 row: Triton 0.010 ms, eager 0.012 ms -> 1.20x, interval ±3 % (the
+    # floor: the fixture's rounds do not vary) = 1.164..1.236.
+    ratio = "bench=vector_add gpu=gpu-a value='ratio:PyTorch eager' n_elements=4096"
     page = (
-        "A [[measured bench=vector_add gpu=gpu-a value='ratio:PyTorch eager' "
-        "n_elements=4096 target=1.2]]. "
-        "B [[measured bench=vector_add gpu=gpu-a value='ratio:PyTorch eager' "
-        "n_elements=4096 target=1.21]]. "
-        "C [[measured bench=vector_add gpu=gpu-a value=pct_roofline "
+        f"A [[measured {ratio} target=1.16]]. "
+        f"B [[measured {ratio} target=1.24]]. "
+        f"C [[measured {ratio} target=1.2]]. "
+        "D [[measured bench=vector_add gpu=gpu-a value=pct_roofline "
         "n_elements=1048576 target=60]].\n"
     )
     code, html, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
     assert code == 0, err
-    assert "A 1.20× (met)." in html  # equal to the target counts as met
-    assert "B 1.20× (missed)." in html
-    # 12 * 2**20 bytes / 0.020 ms = 629 GB/s = 63 % of 1000
-    assert "C 63 % (met)." in html
+    assert "A 1.20× ±3 % (met)." in html
+    assert "B 1.20× ±3 % (missed)." in html
+    assert "C 1.20× ±3 % (too close to call)." in html
+    # 12 * 2**20 bytes / 0.020 ms = 629 GB/s = 63 % of 1000, ±3 %: 61..65
+    assert "D 63 % ±3 % (met)." in html
+
+
+def test_a_wide_spread_makes_a_verdict_too_close_to_call(tmp_path):
+    # Triton's rounds spread by ±20 %: the round-by-round ratio 1.20x has an
+    # interquartile interval of about 1.09..1.33, so 1.16 is no longer "met".
+    jitter = (-0.2, -0.1, 0.0, 0.1, 0.2)
+    ratio = "bench=vector_add gpu=gpu-a value='ratio:PyTorch eager' n_elements=4096"
+    page = f"A [[measured {ratio} target=1.16]].\n"
+    doc = fixture_doc(jitter=jitter)
+    code, html, err = build(tmp_path, {"fixture-gpu-a.json": doc}, page)
+    assert code == 0, err
+    assert "A 1.20× ±" in html and "(too close to call)." in html
+    spread = T.paired_ratio(doc["benchmarks"]["vector_add"]["rows"][0], "PyTorch eager")
+    assert spread.low < 1.16 < spread.high
 
 
 def test_verdict_judges_every_selected_row(tmp_path):
-    # Ratios to eager: 1.20 at 4096 elements, 1.25 at 1048576; shares of the
-    # roofline: 0 % and 63 %.
+    # Ratios to eager: 1.20 at 4096 elements, 1.25 at 1048576, each ±3 %;
+    # shares of the roofline: 0 % and 63 % (±3 %).
     eager = "bench=vector_add gpu=gpu-a value='ratio:PyTorch eager'"
     share = "bench=vector_add gpu=gpu-a value=pct_roofline"
     page = (
-        f"A [[verdict {eager} target=1.2]].\n\n"
+        f"A [[verdict {eager} target=1.1]].\n\n"
         f"B [[verdict {eager} target=1.21]].\n\n"
         f"C [[verdict {share} target=50 dtype=float32]].\n\n"
         f"D [[verdict {eager} target=1.25 n_elements=1048576]].\n\n"
-        f"E [[verdict {share} target=64 n_elements=1048576]].\n\n"
-        f"F [[verdict {share} target=60 n_elements=>=65536]].\n"
+        f"E [[verdict {share} target=66 n_elements=1048576]].\n\n"
+        f"F [[verdict {share} target=60 n_elements=>=65536]].\n\n"
+        f"G [[verdict {eager} target=1.3]].\n"
     )
     code, html, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
     assert code == 0, err
-    assert "A met at all 2 sizes (lowest 1.20×)." in html
+    assert "A met at all 2 sizes (lowest 1.20× ±3 %)." in html
     assert (
-        "B missed at 1 of 2 sizes (lowest 1.20×, at n_elements 2<sup>12</sup>)." in html
+        "B met at 1, too close to call at 1 of 2 sizes (lowest 1.20× ±3 %, at "
+        "n_elements 2<sup>12</sup>)." in html
     )
     assert (
-        "C missed at 1 of 2 sizes (lowest 0 %, at n_elements 2<sup>12</sup>)." in html
+        "C met at 1, missed at 1 of 2 sizes (lowest 0 % ±3 %, at n_elements "
+        "2<sup>12</sup>)." in html
     )
-    assert "D met (1.25×)." in html
-    assert "E missed (63 %)." in html
-    assert "F met (63 %)." in html  # the 4096 row is below the range
+    assert "D too close to call (1.25× ±3 %)." in html
+    assert "E missed (63 % ±3 %)." in html
+    assert "F met (63 % ±3 %)." in html  # the 4096 row is below the range
+    assert "G missed at 2 of 2 sizes" in html
+
+
+CLAIM = "bench=vector_add gpu=gpu-a value='ratio:PyTorch eager'"
+
+
+def test_a_claim_the_data_supports_renders_its_numbers(tmp_path):
+    page = (
+        f"A [[claim {CLAIM} is='>1.1' n_elements=4096]]. "
+        f"B [[claim {CLAIM} is='>=1.1']]. "
+        f"C [[claim {CLAIM} is='~1.2' n_elements=4096]]. "
+        f"D [[claim {CLAIM} is='<1.5']].\n"
+    )
+    code, html, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
+    assert code == 0, err
+    assert "A 1.20× ±3 %." in html
+    assert "B 1.20× ±3 % to 1.25× ±3 % over 2 sizes." in html
+    assert "C 1.20× ±3 %." in html
+    assert "D 1.20× ±3 % to 1.25× ±3 % over 2 sizes." in html
+
+
+@pytest.mark.parametrize(
+    "claim, message",
+    [
+        ("is='<1'", "is contradicted by"),
+        ("is='>1.3'", "is contradicted by"),
+        ("is='>1.2' n_elements=4096", "too close to call"),
+        ("is='~1.0'", "is contradicted by"),
+        ("is='about 1'", "expected >X"),
+        ("is='>1' n_elements=7", "selects no row"),
+    ],
+)
+def test_a_claim_the_data_does_not_support_fails_the_build(tmp_path, claim, message):
+    page = f"# P\n\nThe kernel wins: [[claim {CLAIM} {claim}]].\n"
+    code, _, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
+    assert code != 0
+    assert message in err and "index.md" in err
+
+
+def test_every_broken_claim_is_named_before_the_build_fails(tmp_path):
+    page = (
+        f"# P\n\nOne [[claim {CLAIM} is='<1' n_elements=4096]].\n\n"
+        f"Two [[claim {CLAIM} is='>2' n_elements=1048576]].\n"
+    )
+    code, _, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
+    assert code != 0
+    assert "2 claim(s)" in err
+    assert "index.md:3" in err and "index.md:5" in err
+
+
+def test_a_claim_on_an_unmeasured_gpu_states_nothing(tmp_path):
+    page = "[[claim bench=vector_add gpu=h999 value=pct_roofline is='>50']]\n"
+    code, html, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
+    assert code == 0, err
+    assert "not yet measured on H999" in html
+
+
+def test_a_format_1_file_is_refused_with_what_to_do(tmp_path):
+    code, _, err = build(tmp_path, {"fixture-gpu-a.json": legacy_doc()})
+    assert code != 0
+    assert "fixture-gpu-a.json" in err and "format_version 1" in err
+    assert "python -m triton_course.runner run" in err
+
+
+def test_rows_lacking_the_new_fields_are_refused_with_what_to_do(tmp_path):
+    doc = fixture_doc()
+    del doc["benchmarks"]["vector_add"]["rows"][0]["results"]["Triton"]["rounds_ms"]
+    code, _, err = build(tmp_path, {"fixture-gpu-a.json": doc})
+    assert code != 0 and "fixture-gpu-a.json" in err and "rounds_ms" in err
+    doc = fixture_doc()
+    del doc["benchmarks"]["vector_add"]["timing"]
+    code, _, err = build(tmp_path, {"fixture-gpu-a.json": doc})
+    assert code != 0 and "lacks ['timing']" in err and "runner run" in err
+
+
+def test_a_site_that_allows_format_1_labels_it_and_judges_at_10_percent(tmp_path):
+    ratio = "bench=vector_add gpu=gpu-a value='ratio:PyTorch eager' n_elements=4096"
+    page = (
+        "[[timings vector_add]]\n\n"
+        f"A [[measured {ratio} target=1.1]]. B [[measured {ratio} target=1.0]].\n"
+    )
+    code, html, err = build(
+        tmp_path,
+        {"fixture-gpu-a.json": legacy_doc()},
+        page,
+        extra="  legacy_timings: true\n",
+    )
+    assert code == 0, err
+    assert "Measured with the old method" in html
+    assert "A 1.20× ±10 % (too close to call)." in html  # 1.08..1.32
+    assert "B 1.20× ±10 % (met)." in html
 
 
 @pytest.mark.parametrize(
@@ -180,6 +321,8 @@ def test_verdict_judges_every_selected_row(tmp_path):
         ("verdict", "value=rate target=1", "target= needs"),
         ("verdict", "value=pct_roofline target=1 n_rows=3", "unknown selector"),
         ("verdict", "value=pct_roofline target=1 dtype=float16", "selects no row"),
+        ("claim", "value=rate is='>1'", "claim value must be"),
+        ("claim", "value=pct_roofline", "claim needs bench=, gpu=, value= and is="),
     ],
 )
 def test_bad_target_or_verdict_fails_the_build(tmp_path, kind, directive, message):
@@ -261,8 +404,11 @@ def test_write_atomic_validates_and_leaves_the_old_file_on_failure(tmp_path):
 
 
 def test_shipped_data_files_are_valid():
-    # Whatever the runner has committed must pass the same validation.
-    for gpu in T.load_dir(REPO_ROOT / "data" / "timings"):
+    # Whatever the runner has committed must pass the same validation; format
+    # 1 only while mkdocs.yml still allows it (until the next GPU run).
+    site = (REPO_ROOT / "mkdocs.yml").read_text()
+    allowed = "\n  legacy_timings: true" in site
+    for gpu in T.load_dir(REPO_ROOT / "data" / "timings", accept_legacy=allowed):
         assert gpu.benchmarks, f"{gpu.path.name} holds no benchmarks"
 
 

@@ -41,8 +41,9 @@ def fake_env(scale: float = 1.0, fail_triton_after: int | None = None) -> Enviro
         if fail_triton_after is not None and calls["n"] > fail_triton_after:
             raise RuntimeError("simulated failure mid-run")
         fn()
-        median = scale * (1e-3 + work * 1e-9)
-        return median, 0.9 * median, 1.1 * median
+        # rounds differ a little (by the call count), as a real GPU's would
+        gpu = scale * (1e-3 + work * 1e-9) * (1 + 0.01 * (calls["n"] % 3))
+        return {"gpu_ms": gpu, "wall_ms": 2 * gpu, "launch_hidden": True}
 
     return Environment(
         device="cpu",
@@ -217,7 +218,10 @@ def test_fake_run_writes_a_valid_file_with_provenance_and_plots(repo):
     row = bench["rows"][0]
     assert set(row["results"]) == {"Triton", "PyTorch eager", "torch.compile"}
     tri = row["results"]["Triton"]
-    assert tri["p20_ms"] <= tri["median_ms"] <= tri["p80_ms"]
+    assert tri["q25_ms"] <= tri["median_ms"] <= tri["q75_ms"]
+    assert len(tri["rounds_ms"]) == bench["timing"]["rounds"] == 7
+    assert tri["wall_ms"] > tri["median_ms"]  # the fake launch path doubles it
+    assert set(bench["clocks"]) == {"start", "end"}
     assert tri["rate"] == pytest.approx(
         rate(row["work"], tri["median_ms"], "bandwidth")
     )

@@ -6,10 +6,11 @@ build must not need torch, triton or a GPU.
 File ``data/timings/<gpu-slug>.json``::
 
     {
-      "format_version": 1,
+      "format_version": 2,
       "gpu": {"slug": "nvidia-h100-80gb-hbm3", "name": "NVIDIA H100 80GB HBM3",
               "sm_count": 132, "l2_bytes": 52428800, "memory_bytes": ...,
               "compute_capability": "9.0", "clock_mhz": 1980},
+      "settle": {...},                     # optional: how the clocks were settled
       "benchmarks": {
         "<name>": {                        # one record set per benchmark
           "title": "Vector addition, out = x + y",
@@ -24,12 +25,21 @@ File ``data/timings/<gpu-slug>.json``::
           "provenance": {"gpu": ..., "sm_count": ..., "driver": ..., "cuda": ...,
                          "torch": ..., "triton": ..., "python": ...,
                          "commit": ..., "date": "2026-11-21T12:00:00Z"},
+          "timing": {"rounds": 7, "method": "..."},   # how every row was timed
+          "clocks": {"start": {...}, "end": {...}},  # NVML: sm_mhz, temp_c, power_w
           "rows": [
             {"size": {"n_elements": 4096}, "dtype": "float32", "work": 49152,
-             "results": {"Triton": {"median_ms": 0.004, "p20_ms": 0.004,
-                                    "p80_ms": 0.005, "rate": 12.3}, ...}}
+             "results": {"Triton": {
+                 "rounds_ms": [0.0041, 0.0040, ...],  # GPU time, one per round
+                 "median_ms": 0.0041, "q25_ms": 0.0040, "q75_ms": 0.0042,
+                 "wall_ms": 0.0120,     # a call's time launched back to back
+                 "launch_hidden": true, # the GPU time excludes the launch path
+                 "rate": 12.3}, ...},
+             "autotune": {"<kernel>": {"config": "BLOCK: 1024, ...",
+                                       "tunings": ["...", "..."],
+                                       "agreed": true}}}   # optional
           ],
-          "notes": {...}                   # optional, e.g. autotuned configs
+          "notes": {...}                   # optional, e.g. a report()
         }
       },
       "captures": {                        # optional: text only a GPU can make
@@ -40,13 +50,24 @@ File ``data/timings/<gpu-slug>.json``::
       }
     }
 
+Every row is timed in several interleaved rounds (Triton, each peer and the
+compiled peer, in an order that rotates from round to round). ``rounds_ms``
+holds one GPU time per round, in the same round order for every peer of a
+row, so a ratio can be taken round by round; ``median_ms`` and the quartiles
+are over those rounds. ``rate`` = work / median_ms, in the unit.
+
 ``provenance`` may also hold ``"device": "cuda"``; when present it must say
 exactly that (the GPU runner always writes it), so data from a CPU or
 interpreter run can never pass validation.
 
-``work`` is bytes moved (bandwidth) or floating-point operations (compute);
-``rate`` = work / median time, in the unit. Every number in it was measured
-on the GPU named in the file; nothing is typed by hand.
+Format 1 (one ``do_bench`` per row, no rounds) is refused with an error that
+says to re-run the runner; a site may still show such a file, labelled as
+single-round data with nothing judged from it, only where its ``mkdocs.yml``
+says ``legacy_timings: true`` (see ``load_for_site``).
+
+``work`` is bytes moved (bandwidth) or floating-point operations (compute).
+Every number in it was measured on the GPU named in the file; nothing is
+typed by hand.
 """
 
 from __future__ import annotations
@@ -58,7 +79,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+LEGACY_VERSION = 1  # single-round do_bench data, shown only where a site allows it
+MIN_ROUNDS = 3  # fewer rounds cannot give a spread
 UNITS = {"bandwidth": "GB/s", "compute": "TFLOP/s"}
 
 _GPU_KEYS = ("slug", "name", "sm_count")
@@ -85,7 +108,13 @@ PROVENANCE_KEYS = (
     "commit",
     "date",
 )
-_RESULT_KEYS = ("median_ms", "p20_ms", "p80_ms", "rate")
+_RESULT_KEYS = ("median_ms", "q25_ms", "q75_ms", "wall_ms", "rate")
+_LEGACY_RESULT_KEYS = ("median_ms", "p20_ms", "p80_ms", "rate")
+_BENCH_KEYS_V2 = ("timing", "clocks")
+RERUN_HINT = (
+    "re-run the GPU runner on this GPU (python -m triton_course.runner run) "
+    "to write the current format"
+)
 _CAPTURE_KEYS = ("snippet", "snippet_sha256", "kind", "text", "provenance")
 
 
@@ -101,6 +130,7 @@ class GpuTimings:
     gpu: dict
     benchmarks: dict
     captures: dict = None  # optional: name -> capture record
+    legacy: bool = False  # format 1: single round, no spread, nothing judged
 
     @property
     def label(self) -> str:
@@ -115,15 +145,27 @@ def _fail(path: Path, message: str):
     raise TimingDataError(f"{path}: {message}")
 
 
-def validate(doc: object, path: Path) -> GpuTimings:
-    """Check one parsed file against the format; raise TimingDataError if off."""
+def validate(doc: object, path: Path, accept_legacy: bool = False) -> GpuTimings:
+    """Check one parsed file against the format; raise TimingDataError if off.
+
+    ``accept_legacy`` lets a format-1 file through (marked ``legacy``);
+    nothing else may be legacy, and the runner never writes one.
+    """
     if not isinstance(doc, dict):
         _fail(path, "top level must be a JSON object")
-    if doc.get("format_version") != FORMAT_VERSION:
+    version = doc.get("format_version")
+    legacy = version == LEGACY_VERSION
+    if legacy and not accept_legacy:
         _fail(
             path,
-            f"format_version is {doc.get('format_version')!r}, "
-            f"expected {FORMAT_VERSION}",
+            f"format_version {LEGACY_VERSION}: single-round timings from before "
+            "interleaved rounds, with no run-to-run spread, so no verdict can be "
+            f"judged from them: {RERUN_HINT}",
+        )
+    if version != FORMAT_VERSION and not legacy:
+        _fail(
+            path,
+            f"format_version is {version!r}, expected {FORMAT_VERSION}: {RERUN_HINT}",
         )
     gpu = doc.get("gpu")
     if not isinstance(gpu, dict) or any(k not in gpu for k in _GPU_KEYS):
@@ -137,9 +179,10 @@ def validate(doc: object, path: Path) -> GpuTimings:
         where = f"benchmark {name!r}"
         if not isinstance(bench, dict):
             _fail(path, f"{where} must be an object")
-        missing = [k for k in _BENCH_KEYS if k not in bench]
+        wanted = _BENCH_KEYS if legacy else _BENCH_KEYS + _BENCH_KEYS_V2
+        missing = [k for k in wanted if k not in bench]
         if missing:
-            _fail(path, f"{where} lacks {missing}")
+            _fail(path, f"{where} lacks {missing}: {RERUN_HINT}")
         if bench["metric"] not in UNITS or bench["unit"] != UNITS[bench["metric"]]:
             _fail(path, f"{where}: metric/unit must be one of {UNITS}")
         _validate_provenance(path, where, bench["provenance"])
@@ -148,8 +191,10 @@ def validate(doc: object, path: Path) -> GpuTimings:
             _fail(path, f"{where}: roofline needs a numeric 'value'")
         if not isinstance(bench["rows"], list) or not bench["rows"]:
             _fail(path, f"{where}: 'rows' must be a non-empty list")
+        if not legacy:
+            _validate_timing(path, where, bench)
         for i, row in enumerate(bench["rows"]):
-            _validate_row(path, f"{where} row {i}", row, bench)
+            _validate_row(path, f"{where} row {i}", row, bench, legacy)
     captures = doc.get("captures", {})
     if not isinstance(captures, dict):
         _fail(path, "'captures' must be an object")
@@ -164,8 +209,22 @@ def validate(doc: object, path: Path) -> GpuTimings:
             _fail(path, f"{where}: 'text' must be a string")
         _validate_provenance(path, where, capture["provenance"])
     return GpuTimings(
-        path=Path(path), gpu=gpu, benchmarks=benchmarks, captures=captures
+        path=Path(path),
+        gpu=gpu,
+        benchmarks=benchmarks,
+        captures=captures,
+        legacy=legacy,
     )
+
+
+def _validate_timing(path, where, bench):
+    timing, clocks = bench["timing"], bench["clocks"]
+    if not isinstance(timing, dict) or not isinstance(timing.get("rounds"), int):
+        _fail(path, f"{where}: 'timing' must be an object with an integer 'rounds'")
+    if timing["rounds"] < MIN_ROUNDS:
+        _fail(path, f"{where}: {timing['rounds']} round(s); at least {MIN_ROUNDS}")
+    if not isinstance(clocks, dict) or not {"start", "end"} <= set(clocks):
+        _fail(path, f"{where}: 'clocks' must have 'start' and 'end'")
 
 
 def _validate_provenance(path, where, prov):
@@ -186,7 +245,7 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _validate_row(path, where, row, bench):
+def _validate_row(path, where, row, bench, legacy=False):
     if not isinstance(row, dict):
         _fail(path, f"{where} must be an object")
     size = row.get("size")
@@ -197,16 +256,45 @@ def _validate_row(path, where, row, bench):
     results = row.get("results")
     if not isinstance(results, dict) or not results:
         _fail(path, f"{where}: 'results' must be a non-empty object")
+    keys = _LEGACY_RESULT_KEYS if legacy else _RESULT_KEYS
     for peer, result in results.items():
         if peer not in bench["peers"]:
             _fail(path, f"{where}: result for unknown peer {peer!r}")
         if not isinstance(result, dict) or not all(
-            _is_number(result.get(k)) for k in _RESULT_KEYS
+            _is_number(result.get(k)) for k in keys
         ):
-            _fail(path, f"{where}, peer {peer!r}: needs numbers {list(_RESULT_KEYS)}")
+            _fail(
+                path,
+                f"{where}, peer {peer!r}: needs numbers {list(keys)}"
+                + ("" if legacy else f": {RERUN_HINT}"),
+            )
+        if legacy:
+            continue
+        rounds = result.get("rounds_ms")
+        if (
+            not isinstance(rounds, list)
+            or len(rounds) != bench["timing"]["rounds"]
+            or not all(_is_number(v) and v > 0 for v in rounds)
+        ):
+            _fail(
+                path,
+                f"{where}, peer {peer!r}: 'rounds_ms' must hold "
+                f"{bench['timing']['rounds']} positive times, one per round",
+            )
+        if not result["q25_ms"] <= result["median_ms"] <= result["q75_ms"]:
+            _fail(path, f"{where}, peer {peer!r}: needs q25 <= median <= q75")
+    if not legacy and "autotune" in row:
+        tuned = row["autotune"]
+        if not isinstance(tuned, dict) or not all(
+            isinstance(v, dict)
+            and isinstance(v.get("config"), str)
+            and isinstance(v.get("agreed"), bool)
+            for v in tuned.values()
+        ):
+            _fail(path, f"{where}: 'autotune' maps kernel -> {{config, agreed}}")
 
 
-def load_file(path: Path) -> GpuTimings:
+def load_file(path: Path, accept_legacy: bool = False) -> GpuTimings:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -216,16 +304,16 @@ def load_file(path: Path) -> GpuTimings:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TimingDataError(f"{path}: not valid JSON ({exc})") from None
-    return validate(doc, path)
+    return validate(doc, path, accept_legacy)
 
 
-def load_dir(directory: Path) -> list[GpuTimings]:
+def load_dir(directory: Path, accept_legacy: bool = False) -> list[GpuTimings]:
     """Every GPU's data, sorted by GPU name. A missing directory is an error."""
     directory = Path(directory)
     if not directory.is_dir():
         raise TimingDataError(f"{directory}: timing-data directory not found")
     return sorted(
-        (load_file(p) for p in sorted(directory.glob("*.json"))),
+        (load_file(p, accept_legacy) for p in sorted(directory.glob("*.json"))),
         key=lambda t: t.label,
     )
 
@@ -234,8 +322,87 @@ def load_for_site(config) -> list[GpuTimings]:
     """Every GPU's data for a MkDocs build: ``extra.timings_dir`` in
     mkdocs.yml (default ``data/timings``), relative to the config file.
     Shared by the hooks, so they all read the same files the same way."""
-    configured = config.get("extra", {}).get("timings_dir", "data/timings")
-    return load_dir((Path(config["config_file_path"]).parent / configured).resolve())
+    extra = config.get("extra", {})
+    configured = extra.get("timings_dir", "data/timings")
+    # A site may show format-1 files only if it says so: they are labelled as
+    # single-round data on every page, and no verdict or claim is judged on them.
+    accept_legacy = extra.get("legacy_timings", False) is True
+    return load_dir(
+        (Path(config["config_file_path"]).parent / configured).resolve(),
+        accept_legacy=accept_legacy,
+    )
+
+
+# ------------------------------------------------------------- statistics ---
+# Shared by the pages (verdicts, claims) and ``runner compare``: one definition
+# of a ratio's centre and spread.
+MIN_REL_HALF_WIDTH = 0.03  # floor of a ratio's interval: the machine-to-machine
+# spread that the rounds of one run cannot see (issue #13: cuBLAS alone moved
+# by up to 15 % between two H100s; inside one run the rounds agree far closer)
+
+
+def quantile(values: list[float], q: float) -> float:
+    """Linear-interpolated quantile (numpy's default), pure Python."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("quantile of nothing")
+    pos = (len(ordered) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A measured quantity: its median over rounds and an interval around it."""
+
+    median: float
+    low: float
+    high: float
+
+    @property
+    def rel_half_width(self) -> float:
+        return (self.high - self.low) / 2 / self.median if self.median else 0.0
+
+
+def paired_ratio(row: dict, peer: str, base: str = "Triton") -> Spread | None:
+    """``base``'s rate over ``peer``'s, round by round (each round timed both
+    back to back), as a median with its interquartile interval, widened to at
+    least ±MIN_REL_HALF_WIDTH. None if either result is absent."""
+    results = row["results"]
+    if base not in results or peer not in results:
+        return None
+    a, b = results[base], results[peer]
+    ratios = [pb / pa for pa, pb in zip(a["rounds_ms"], b["rounds_ms"], strict=True)]
+    return widened(
+        quantile(ratios, 0.5), quantile(ratios, 0.25), quantile(ratios, 0.75)
+    )
+
+
+def spread_of(result: dict, scale: float = 1.0) -> Spread:
+    """One result's time (or, with scale=work, its rate) over rounds."""
+    return Spread(
+        scale * result["median_ms"], scale * result["q25_ms"], scale * result["q75_ms"]
+    )
+
+
+def widened(median: float, low: float, high: float) -> Spread:
+    """An interval of at least ±MIN_REL_HALF_WIDTH around the median."""
+    floor = MIN_REL_HALF_WIDTH * median
+    return Spread(median, min(low, median - floor), max(high, median + floor))
+
+
+VERDICTS = ("met", "missed", "too close to call")
+
+
+def verdict(spread: Spread, target: float) -> str:
+    """Three-way: 'met', 'missed', or 'too close to call' when the interval
+    holds the target."""
+    if spread.low >= target:
+        return "met"
+    if spread.high < target:
+        return "missed"
+    return "too close to call"
 
 
 def write_atomic(path: Path, doc: dict) -> None:

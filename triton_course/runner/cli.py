@@ -439,7 +439,7 @@ def build_doc(
     doc = {"format_version": T.FORMAT_VERSION, "gpu": env.gpu, "benchmarks": {}}
     old_caps = {}
     if existing is not None:
-        if partial:
+        if partial and not existing.legacy:
             doc["benchmarks"].update(existing.benchmarks)
         if partial or keep_captures:
             old_caps = dict(existing.captures or {})
@@ -556,7 +556,15 @@ def _run(
             f"{len(snippets)} snippet(s)"
         )
         data_path = Path(data_dir) / f"{env.gpu['slug']}.json"
-        existing = T.load_file(data_path) if data_path.exists() else None
+        existing = (
+            T.load_file(data_path, accept_legacy=True) if data_path.exists() else None
+        )
+        if existing is not None and existing.legacy and only:
+            raise RunnerError(
+                f"{data_path} is in format {T.LEGACY_VERSION} (single-round "
+                "timings): a partial run (--only) cannot be merged into it; run "
+                "the whole runner once, without --only, to replace it"
+            )
         captures_untimed = [] if skip_captures else _captures(snippets, untimed=True)
         captures_alone = [] if skip_captures else _captures(snippets, untimed=False)
 
@@ -596,6 +604,8 @@ def _run(
     stage = Stage()
     for nb in notebooks:
         stage.add(nb, results[nb])
+    with times.phase("settling clocks"):
+        settle = env.settle() if snippets and n_bench else {}
     with times.phase("rooflines"):
         metrics = {d["metric"] for s in snippets for d in s.benchmarks}
         rooflines = env.rooflines(metrics) if metrics else {}
@@ -644,6 +654,8 @@ def _run(
                 partial=only is not None,
                 keep_captures=skip_captures,
             )
+            if settle:
+                doc["settle"] = settle
             T.validate(doc, data_path)
             stage.add(data_path, json.dumps(doc, indent=1) + "\n")
         for name, bench in records.items():
@@ -705,7 +717,7 @@ def stale_report(
         discovered.update({b: path for b in benches})
         discovered_caps.update({c: path for c in caps})
     lines, problems = [], 0
-    files = T.load_dir(data_dir) if Path(data_dir).is_dir() else []
+    files = T.load_dir(data_dir, accept_legacy=True) if Path(data_dir).is_dir() else []
     if gpu:
         files = [f for f in files if gpu.lower() in f.gpu["slug"]]
     if not files:
@@ -727,7 +739,13 @@ def stale_report(
         )
         gone = sorted(set(f.benchmarks) - set(discovered))
         head = f"{f.path.name} ({f.gpu['name']}):"
-        if not stale and not missing:
+        if f.legacy:
+            lines.append(
+                f"{head} LEGACY  format {T.LEGACY_VERSION}: single-round timings "
+                "with no spread; the whole file needs a new run"
+            )
+            problems += 1
+        if not stale and not missing and not f.legacy:
             lines.append(f"{head} up to date ({len(f.benchmarks)} benchmarks)")
         for n in stale:
             lines.append(
@@ -778,6 +796,14 @@ def parser() -> argparse.ArgumentParser:
         help="do not compile the benchmarks' kernels while the tests run",
     )
     r.add_argument("--commit", help="the commit measured, where git is unavailable")
+    c = sub.add_parser(
+        "compare",
+        help="classify every Triton/peer ratio of two data files: "
+        "same / faster / slower / undecided",
+    )
+    c.add_argument("old", type=Path, help="e.g. the committed data/timings/GPU.json")
+    c.add_argument("new", type=Path, help="e.g. a new run's data file")
+    c.add_argument("--top", type=int, default=15, help="how many largest moves")
     s = sub.add_parser("stale", help="list stale or missing timing data; exit 1 if any")
     s.add_argument("--data-dir", type=Path, default=REPO_ROOT / "data" / "timings")
     s.add_argument("--gpu", help="only data files whose slug contains this")
@@ -787,6 +813,10 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     try:
+        if args.command == "compare":
+            from triton_course.runner import compare
+
+            return compare.main(args.old, args.new, args.top)
         if args.command == "stale":
             lines, problems = stale_report(
                 args.data_dir, REPO_ROOT / "snippets", REPO_ROOT, gpu=args.gpu

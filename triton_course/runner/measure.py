@@ -4,6 +4,28 @@ Everything that touches the GPU goes through an ``Environment``: the real one
 (``cuda_environment``) refuses to exist without CUDA; the CPU tests build a
 fake one with a fake timer, so they never depend on the interpreter's speed
 (and the runner refuses to write a fake run into the repository).
+
+How a row is timed (the method is designed after NVIDIA's NVBench):
+
+- **Interleaved rounds.** Triton, each peer and the compiled peer are timed
+  one after another, ``ROUNDS`` times, the order rotating each round, so a
+  clock that drifts during the row moves every contender alike. Each round
+  gives one time per contender; a row stores them all, with the median and
+  quartiles over rounds, and a ratio is taken round by round.
+- **GPU time, launch path hidden.** In each round a call is timed several
+  times by CUDA events, each sample behind an L2 flush (every call starts
+  cold, as ``do_bench`` does) and a GPU sleep long enough for the CPU to
+  enqueue the whole call before the GPU reaches it: the events see the GPU's
+  work, not Python's launch cost. Whether the sleep did cover the enqueue is
+  stored (``launch_hidden``). Separately, ``wall_ms`` is a call's time when
+  called back to back from Python: the launch path included.
+- **Autotuning confirmed.** Every ``triton.autotune`` of the snippets is
+  tuned with that same timer, twice per row (three times if the two differ,
+  the majority kept); the chosen config and whether the tunings agreed are
+  stored with the row.
+- **Steady clocks.** Before the first timing the GPU runs a large matmul
+  until its SM clock stops moving; NVML's SM clock, temperature and power are
+  stored at the start and end of every benchmark, so throttling shows.
 """
 
 from __future__ import annotations
@@ -26,9 +48,16 @@ from pathlib import Path
 
 from triton_course import timings as T
 
-QUANTILES = [0.5, 0.2, 0.8]  # median first, then the spread
-WARMUP_MS, REP_MS = 25, 100  # do_bench's defaults: a run stays inside 8 minutes
-BIG_WORK = 2**31  # rows moving more bytes (or FLOPs) than this get fewer reps
+ROUNDS = 7  # interleaved rounds per row: a median and quartiles that mean something
+ROUND_BUDGET_MS = 20.0  # GPU time per contender per round (samples of GPU time)
+WALL_BUDGET_MS = 6.0  # back-to-back calls per contender per round (wall time)
+MIN_SAMPLES, MAX_SAMPLES = 3, 25
+FLUSH_BYTES = 256 * 2**20  # > 2× the L2 of any current GPU: every sample starts cold
+MIN_SLEEP_US = 40.0  # the GPU sleeps at least this long before each sample
+SETTLE_MAX_S, SETTLE_MIN_S = 20.0, 4.0  # the clock-settling load's time limits
+SETTLE_TOLERANCE = 0.02  # settled: the last SETTLE_WINDOW SM-clock samples agree
+SETTLE_WINDOW = 4
+TUNINGS_MAX = 3  # an autotuner is asked at most this often per row
 COPY_BYTES = 2 * 2**30  # the copy roofline: a 2 GiB device-to-device copy
 MATMUL_N = 8192  # the compute roofline: 8192³ bf16 torch.matmul, random data
 CAPTURE_TIMEOUT_S = 180
@@ -57,13 +86,19 @@ class Environment:
     device: str  # where make_inputs puts tensors ("cuda"; "cpu" only when fake)
     gpu: dict  # the data file's "gpu" object (slug, name, sm_count, ...)
     provenance: dict  # shared provenance fields (snippet hash added per record)
-    timer: Callable  # timer(fn, work) -> (median_ms, p20_ms, p80_ms)
+    # timer(fn, work) -> one round of one contender:
+    #   {"gpu_ms": float, "wall_ms": float, "launch_hidden": bool}
+    timer: Callable
     rooflines: Callable  # rooflines(metrics) -> {"bandwidth": {...}, ...}
     compile: Callable = None  # compile(fn) -> compiled fn; None: peer skipped
     sync: Callable = lambda: None
     cleanup: Callable = lambda: None
     fake: bool = False  # True only in tests: never written into the repository
     notes: dict = field(default_factory=dict)
+    gpu_state: Callable = lambda: {}  # NVML: sm_mhz, temp_c, power_w, ...
+    settle: Callable = lambda: {}  # bring the GPU to its sustained clocks
+    autotuners: Callable = lambda: []  # [(name, Autotuner)] of the snippets
+    rounds: int = ROUNDS
 
 
 # ------------------------------------------------------------ real machine ---
@@ -147,24 +182,198 @@ def cuda_environment(repo_root: Path, commit: str | None = None) -> Environment:
         "device": "cuda",
     }
 
-    def timer(fn, work):
-        rep = REP_MS // 2 if work > BIG_WORK else REP_MS
-        res = triton.testing.do_bench(
-            fn, warmup=WARMUP_MS, rep=rep, quantiles=QUANTILES
-        )
-        return tuple(float(v) for v in res)
-
+    timer = CudaTimer(gpu.get("clock_mhz") or 2000)
+    nvml = NvmlReader(props)
     configure_torch()
+    robust_autotuning(timer)
     return Environment(
         device="cuda",
         gpu=gpu,
         provenance=provenance,
-        timer=timer,
-        rooflines=lambda metrics: measure_rooflines(metrics, gpu["name"]),
+        timer=timer.round,
+        rooflines=lambda metrics: measure_rooflines(metrics, gpu["name"], timer),
         compile=compile_peer,
         sync=torch.cuda.synchronize,
         cleanup=cleanup_cuda,
+        gpu_state=nvml.state,
+        settle=lambda: settle_clocks(nvml),
+        autotuners=lambda: snippet_autotuners(repo_root / "snippets"),
     )
+
+
+class CudaTimer:
+    """One round of one contender: GPU time with the launch path hidden, and
+    the wall time of back-to-back calls (see the module docstring)."""
+
+    def __init__(self, clock_mhz: float):
+        import torch
+
+        self.torch = torch
+        self.cycles_per_us = float(clock_mhz)  # the sleep counts SM cycles
+        self.flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+
+    def _host_ms(self, fn) -> float:
+        """What one call costs the CPU (its enqueue), the GPU left to finish."""
+        torch = self.torch
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        return (t1 - t0) * 1e3
+
+    def _events(self, n):
+        ev = self.torch.cuda.Event
+        return [ev(enable_timing=True) for _ in range(n)]
+
+    def gpu_samples(self, fn, n: int, sleep_us: float) -> tuple[list[float], bool]:
+        """n GPU times of fn, each behind an L2 flush and a sleep; and whether
+        every enqueue finished inside its sleep (launch cost hidden)."""
+        torch = self.torch
+        starts, ends = self._events(n), self._events(n)
+        hidden = True
+        cycles = int(sleep_us * self.cycles_per_us)
+        torch.cuda.synchronize()
+        for i in range(n):
+            self.flush.zero_()
+            t0 = time.perf_counter()
+            torch.cuda._sleep(cycles)
+            starts[i].record()
+            fn()
+            ends[i].record()
+            hidden &= (time.perf_counter() - t0) * 1e6 < sleep_us
+        torch.cuda.synchronize()
+        return [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)], hidden
+
+    def wall_ms(self, fn, n: int) -> float:
+        """Per-call time of n back-to-back calls: max(launch path, GPU work)."""
+        start, end = self._events(2)
+        self.torch.cuda.synchronize()
+        start.record()
+        for _ in range(n):
+            fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / n
+
+    def round(self, fn, work=None) -> dict:
+        host = min(self._host_ms(fn) for _ in range(2))
+        sleep_us = max(MIN_SLEEP_US, 2.0 * host * 1e3 + 20.0)
+        probe, _ = self.gpu_samples(fn, 1, sleep_us)
+        per_sample = probe[0] + sleep_us / 1e3 + 0.1  # + the flush, roughly
+        n = int(min(MAX_SAMPLES, max(MIN_SAMPLES, ROUND_BUDGET_MS / per_sample)))
+        samples, hidden = self.gpu_samples(fn, n, sleep_us)
+        gpu = sorted(samples)[len(samples) // 2]
+        m = int(min(200, max(3, WALL_BUDGET_MS / max(gpu, host, 1e-3))))
+        return {"gpu_ms": gpu, "wall_ms": self.wall_ms(fn, m), "launch_hidden": hidden}
+
+    def bench(self, fn, quantiles=None, **_):
+        """The autotuner's timer: one round's median GPU time; a list when
+        quantiles are asked for, as ``do_bench`` returns."""
+        ms = self.round(fn)["gpu_ms"]
+        return [ms] * len(quantiles) if quantiles else ms
+
+
+def robust_autotuning(timer: CudaTimer) -> None:
+    """Every ``triton.autotune`` in this process times its configs with the
+    runner's timer (GPU time, launch hidden) instead of ``do_bench``."""
+    from triton.runtime.autotuner import Autotuner
+
+    Autotuner.do_bench = property(lambda self: timer.bench)
+
+
+def snippet_autotuners(snippets_dir: Path) -> list:
+    """(kernel name, Autotuner) of every module loaded from ``snippets_dir``."""
+    from triton.runtime.autotuner import Autotuner
+
+    root = Path(snippets_dir).resolve()
+    found, seen = [], set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if not path or Path(path).resolve().parent != root:
+            continue
+        for name, value in vars(module).items():
+            if isinstance(value, Autotuner) and id(value) not in seen:
+                seen.add(id(value))
+                found.append((name, value))
+    return found
+
+
+class NvmlReader:
+    """SM clock, temperature and power of the GPU torch uses, from NVML;
+    ``{"nvml": "unavailable: ..."}`` where NVML cannot be read."""
+
+    def __init__(self, props):
+        self.handle, self.why = None, ""
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            bus = getattr(props, "pci_bus_id", None)
+            if bus is not None:
+                domain = getattr(props, "pci_domain_id", 0)
+                device = getattr(props, "pci_device_id", 0)
+                pci = f"{domain:08x}:{bus:02x}:{device:02x}.0"
+                self.handle = pynvml.nvmlDeviceGetHandleByPciBusId(pci)
+            else:
+                self.handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            self.nvml = pynvml
+        except Exception as exc:  # noqa: BLE001 - the data says why it is absent
+            self.why = f"unavailable: {type(exc).__name__}: {exc}"
+
+    def state(self) -> dict:
+        if self.handle is None:
+            return {"nvml": self.why}
+        n, h = self.nvml, self.handle
+        try:
+            return {
+                "sm_mhz": n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM),
+                "mem_mhz": n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_MEM),
+                "temp_c": n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU),
+                "power_w": round(n.nvmlDeviceGetPowerUsage(h) / 1000.0, 1),
+                "throttle_reasons": int(n.nvmlDeviceGetCurrentClocksThrottleReasons(h)),
+            }
+        except Exception as exc:  # noqa: BLE001
+            return {"nvml": f"read failed: {type(exc).__name__}: {exc}"}
+
+
+def settle_clocks(nvml: NvmlReader) -> dict:
+    """Run a large bf16 matmul until the SM clock holds still (the sustained
+    clock under load), at most SETTLE_MAX_S seconds."""
+    import torch
+
+    a = torch.randn(MATMUL_N, MATMUL_N, dtype=torch.bfloat16, device="cuda")
+    b = torch.randn_like(a)
+    clocks: list[int] = []
+    t0 = time.time()
+    settled = False
+    while time.time() - t0 < SETTLE_MAX_S:
+        for _ in range(100):  # about 0.15 s of work on an H100
+            torch.matmul(a, b)
+        torch.cuda.synchronize()
+        state = nvml.state()
+        if "sm_mhz" not in state:
+            if time.time() - t0 >= SETTLE_MIN_S:
+                break  # no NVML: a fixed warm-up is all we can do
+            continue
+        clocks.append(state["sm_mhz"])
+        window = clocks[-SETTLE_WINDOW:]
+        if (
+            time.time() - t0 >= SETTLE_MIN_S
+            and len(window) == SETTLE_WINDOW
+            and max(window) - min(window) <= SETTLE_TOLERANCE * max(window)
+        ):
+            settled = True
+            break
+    del a, b
+    torch.cuda.empty_cache()
+    out = {"seconds": round(time.time() - t0, 1), "sm_mhz": clocks, "settled": settled}
+    out["end"] = nvml.state()
+    log(
+        f"clocks: {'settled' if settled else 'NOT settled'} after {out['seconds']} s "
+        f"(SM clock samples {clocks[-SETTLE_WINDOW:]})"
+    )
+    return out
 
 
 def configure_torch() -> None:
@@ -204,24 +413,32 @@ def cleanup_cuda() -> None:
     torch.cuda.empty_cache()
 
 
-def measure_rooflines(metrics: set, gpu_name: str) -> dict:
+def _roofline_ms(fn, timer: CudaTimer) -> tuple[float, list[float]]:
+    """A roofline's time: the median of ROUNDS rounds of the runner's timer."""
+    fn()
+    times = [timer.round(fn)["gpu_ms"] for _ in range(ROUNDS)]
+    return T.quantile(times, 0.5), times
+
+
+def measure_rooflines(metrics: set, gpu_name: str, timer: CudaTimer) -> dict:
     """Copy bandwidth and tensor-core rate of this GPU, measured now."""
     import torch
-    import triton
 
     out = {}
     if "bandwidth" in metrics:
         n = COPY_BYTES // 4
         src = torch.empty(n, dtype=torch.float32, device="cuda").uniform_()
         dst = torch.empty_like(src)
-        ms = triton.testing.do_bench(lambda: dst.copy_(src), quantiles=QUANTILES)[0]
+        ms, times = _roofline_ms(lambda: dst.copy_(src), timer)
         moved = 2 * COPY_BYTES  # read once, written once
         out["bandwidth"] = {
             "name": "copy bandwidth",
             "value": moved / ms / 1e6,
             "unit": "GB/s",
+            "rounds_ms": times,
             "how": (
-                f"median of do_bench over a {COPY_BYTES // 2**30} GiB "
+                f"median of {ROUNDS} rounds of the runner's timer over a "
+                f"{COPY_BYTES // 2**30} GiB "
                 "device-to-device copy (dst.copy_(src)), counting bytes read "
                 f"plus bytes written, on {gpu_name} in this run"
             ),
@@ -233,13 +450,15 @@ def measure_rooflines(metrics: set, gpu_name: str) -> dict:
         n = MATMUL_N
         a = torch.randn(n, n, dtype=torch.bfloat16, device="cuda")
         b = torch.randn(n, n, dtype=torch.bfloat16, device="cuda")
-        ms = triton.testing.do_bench(lambda: torch.matmul(a, b), quantiles=QUANTILES)[0]
+        ms, times = _roofline_ms(lambda: torch.matmul(a, b), timer)
         out["compute"] = {
             "name": "bf16 matmul rate",
             "value": 2 * n**3 / ms / 1e9,
             "unit": "TFLOP/s",
+            "rounds_ms": times,
             "how": (
-                f"median of do_bench over torch.matmul of two random {n}×{n} "
+                f"median of {ROUNDS} rounds of the runner's timer over "
+                f"torch.matmul of two random {n}×{n} "
                 f"bfloat16 matrices (2·{n}³ FLOPs), on {gpu_name} in this run"
             ),
         }
@@ -262,13 +481,76 @@ def _jsonable(value, where: str):
         raise RunnerError(f"{where}: not JSON-serialisable ({exc})") from None
 
 
-def _time_one(fn, work, env) -> dict:
-    fn()  # warm-up: compiles, autotunes, fills caches
-    env.sync()
-    median, p20, p80 = env.timer(fn, work)
-    if not (median > 0):
-        raise RuntimeError(f"timer returned a non-positive median {median!r}")
-    return {"median_ms": median, "p20_ms": p20, "p80_ms": p80}
+def summarise(rounds: list[dict], work: float, metric: str) -> dict:
+    """One contender's rounds -> the stored result (median and quartiles)."""
+    gpu = [r["gpu_ms"] for r in rounds]
+    median = T.quantile(gpu, 0.5)
+    return {
+        "rounds_ms": gpu,
+        "median_ms": median,
+        "q25_ms": T.quantile(gpu, 0.25),
+        "q75_ms": T.quantile(gpu, 0.75),
+        "wall_ms": T.quantile([r["wall_ms"] for r in rounds], 0.5),
+        "launch_hidden": all(r["launch_hidden"] for r in rounds),
+        "rate": rate(work, median, metric),
+    }
+
+
+def rotation(names: list[str], round_index: int) -> list[str]:
+    """The order of round ``round_index``: each contender goes first in turn."""
+    k = round_index % len(names)
+    return names[k:] + names[:k]
+
+
+def tune_confirmed(call, tuners: list, env: Environment) -> dict:
+    """Tune every autotuner that ``call`` uses, again and again (at most
+    TUNINGS_MAX times) until a config has been chosen twice; keep that one.
+
+    Returns {kernel: {"config", "tunings", "agreed"}}; {} when ``call`` uses
+    no autotuner. Each tuning starts from an empty cache, so it really times
+    every config again.
+    """
+    tunings: dict[str, list] = {}
+    keys: dict[str, list] = {}
+    for _ in range(TUNINGS_MAX):
+        for _, tuner in tuners:
+            tuner.cache.clear()
+            tuner.best_config = None
+        call()
+        env.sync()
+        for name, tuner in tuners:
+            if tuner.best_config is not None:
+                tunings.setdefault(name, []).append(dict(tuner.cache))
+                keys[name] = list(tuner.cache)
+        if all(_majority(t) is not None for t in tunings.values()):
+            break
+    out = {}
+    for name, tuner in tuners:
+        if name not in tunings:
+            continue
+        chosen = _majority(tunings[name]) or tunings[name][-1]
+        tuner.cache.clear()
+        tuner.cache.update(chosen)  # every timed call uses the kept choice
+        out[name] = {
+            "config": "; ".join(str(c) for c in chosen.values()),
+            "tunings": ["; ".join(str(c) for c in t.values()) for t in tunings[name]],
+            "agreed": len({_text(t) for t in tunings[name]}) == 1,
+        }
+    return out
+
+
+def _text(cache: dict) -> str:
+    return repr(sorted((repr(k), str(v)) for k, v in cache.items()))
+
+
+def _majority(caches: list[dict]) -> dict | None:
+    """The choice made at least twice, or None."""
+    seen: dict[str, int] = {}
+    for cache in caches:
+        seen[_text(cache)] = seen.get(_text(cache), 0) + 1
+        if seen[_text(cache)] >= 2:
+            return cache
+    return None
 
 
 def measure_benchmark(
@@ -289,6 +571,8 @@ def measure_benchmark(
         except Exception as exc:  # noqa: BLE001 - a peer may fail; say why
             absent["torch.compile"] = f"{type(exc).__name__}: {exc}"
             log(f"{name}: torch.compile of {compile_of!r} failed: {exc!r}")
+    clocks = {"start": env.gpu_state()}
+    tuners = env.autotuners()
     rows = []
     for dtype_name in desc["dtypes"]:
         dtype = getattr(torch, dtype_name)
@@ -301,41 +585,35 @@ def measure_benchmark(
                 raise RunnerError(f"{where}: make_inputs/work failed: {exc!r}") from exc
             if not isinstance(inputs, tuple):
                 raise RunnerError(f"{where}: make_inputs must return a tuple of args")
-            results = {}
+            fns = {"Triton": partial(desc["triton"], *inputs)}
+            for peer, fn in desc["peers"].items():
+                fns[peer] = partial(fn, *inputs)
+            if compiled is not None and "torch.compile" not in absent:
+                fns["torch.compile"] = partial(compiled, *inputs)
             try:
-                results["Triton"] = _time_one(
-                    partial(desc["triton"], *inputs), work, env
-                )
+                autotune = tune_confirmed(fns["Triton"], tuners, env)
             except Exception as exc:
                 raise RunnerError(f"{where}: Triton failed: {exc!r}") from exc
-            callables = [(p, desc["peers"][p]) for p in desc["peers"]]
-            if compiled is not None and "torch.compile" not in absent:
-                callables.append(("torch.compile", compiled))
-            for peer, fn in callables:
-                try:
-                    results[peer] = _time_one(partial(fn, *inputs), work, env)
-                except Exception as exc:  # noqa: BLE001 - recorded absent, not fatal
-                    reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
-                    absent.setdefault(peer, reason)
-                    log(f"{where}: peer {peer!r} failed, recorded absent: {reason}")
-            for res in results.values():
-                res["rate"] = rate(work, res["median_ms"], metric)
-            rows.append(
-                {
-                    "size": dict(size),
-                    "dtype": dtype_name,
-                    "work": work,
-                    "results": results,
-                }
-            )
+            rounds = _interleaved_rounds(fns, work, env, where, absent)
+            results = {p: summarise(r, work, metric) for p, r in rounds.items()}
+            row = {"size": dict(size), "dtype": dtype_name, "work": work}
+            row["results"] = results
+            if autotune:
+                row["autotune"] = autotune
+                for kernel, tuned in autotune.items():
+                    if not tuned["agreed"]:
+                        log(f"{where}: {kernel}: tunings disagreed, kept the majority")
+            rows.append(row)
             tri = results["Triton"]
+            spread = (tri["q75_ms"] - tri["q25_ms"]) / 2 / tri["median_ms"]
             log(
-                f"{where}: Triton {tri['median_ms']:.4g} ms, "
+                f"{where}: Triton {tri['median_ms']:.4g} ms ±{100 * spread:.1f} %, "
                 f"{tri['rate']:.4g} {T.UNITS[metric]}"
             )
-            del inputs
+            del inputs, fns
         env.cleanup()
-    notes = {"timer": f"do_bench median, quantiles {QUANTILES}, warmup {WARMUP_MS} ms"}
+    clocks["end"] = env.gpu_state()
+    notes = {}
     if absent:
         notes["absent"] = absent
     if "report" in desc:
@@ -355,10 +633,54 @@ def measure_benchmark(
         "peers": peers,
         "roofline": roofline,
         "provenance": dict(env.provenance),
+        "timing": {"rounds": env.rounds, "method": TIMING_METHOD},
+        "clocks": clocks,
         "rows": rows,
         "notes": notes,
         **({"plot": False} if desc.get("plot") is False else {}),
     }
+
+
+TIMING_METHOD = (
+    "interleaved rounds in rotating order; per round, the median GPU time of "
+    "several calls, each behind an L2 flush and a GPU sleep that hides the "
+    "launch path (CUDA events); wall_ms: back-to-back calls, launch included"
+)
+
+
+def _interleaved_rounds(fns: dict, work, env, where: str, absent: dict) -> dict:
+    """{contender: [one timer result per round]}; a peer that fails in any
+    round is recorded absent and left out of the row; Triton failing raises."""
+    live = dict(fns)
+    for peer, fn in list(live.items()):  # warm-up: compiles, fills caches
+        try:
+            fn()
+            env.sync()
+        except Exception as exc:  # noqa: BLE001 - recorded absent, not fatal
+            if peer == "Triton":
+                raise RunnerError(f"{where}: Triton failed: {exc!r}") from exc
+            _drop(live, peer, exc, where, absent)
+    rounds: dict[str, list] = {p: [] for p in live}
+    for r in range(env.rounds):
+        for peer in rotation(list(live), r):
+            try:
+                res = env.timer(live[peer], work)
+                if not (res["gpu_ms"] > 0 and res["wall_ms"] > 0):
+                    raise RuntimeError(f"timer returned non-positive times {res!r}")
+            except Exception as exc:  # noqa: BLE001
+                if peer == "Triton":
+                    raise RunnerError(f"{where}: Triton failed: {exc!r}") from exc
+                _drop(live, peer, exc, where, absent)
+                continue
+            rounds[peer].append(res)
+    return {p: rounds[p] for p in live}
+
+
+def _drop(live: dict, peer: str, exc: Exception, where: str, absent: dict) -> None:
+    reason = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:300]}"
+    absent.setdefault(peer, reason)
+    live.pop(peer, None)
+    log(f"{where}: peer {peer!r} failed, recorded absent: {reason}")
 
 
 # ----------------------------------------------------------------- warm-up ---

@@ -1,0 +1,163 @@
+"""``python -m triton_course.runner compare OLD.json NEW.json``: did it move?
+
+Every Triton/peer ratio present in both files is classified, after NVBench's
+robust compare, from both runs' spreads (``timings.paired_ratio``: the
+interquartile interval of the round-by-round ratios, at least ±3 % wide):
+
+- ``same``: the two intervals overlap;
+- ``faster`` / ``slower``: they do not, and Triton's ratio went up / down;
+- ``undecided``: either interval is wider than ±``MAX_NOISE``: too noisy to say;
+- ``no spread``: one file is format 1 (one round), so only the move is shown.
+
+It also prints the share of ratios that agree within ±5 %, separately for
+rows whose Triton time is at least 50 µs and for shorter ones, and the
+largest moves. Pure Python: it runs anywhere the data files are.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from triton_course import timings as T
+
+MAX_NOISE = 0.10  # a ratio interval wider than ±10 % decides nothing
+AGREE = 0.05  # the reproducibility target: ratios within ±5 %
+LONG_MS = 0.050  # rows at least this long are judged on GPU time alone
+
+
+@dataclass(frozen=True)
+class Move:
+    bench: str
+    row: str  # "M=4096 N=4096 K=4096 float16"
+    peer: str
+    old: float
+    new: float
+    kind: str  # same / faster / slower / undecided / no spread
+    triton_ms: float  # the new run's Triton time (the old one's if absent)
+
+    @property
+    def change(self) -> float:
+        return self.new / self.old - 1.0
+
+
+def _row_key(row: dict) -> tuple:
+    return (tuple(sorted(row["size"].items())), row["dtype"])
+
+
+def _row_text(row: dict) -> str:
+    sizes = " ".join(f"{k}={v}" for k, v in row["size"].items())
+    return f"{sizes} {row['dtype']}"
+
+
+def _ratio(row: dict, peer: str, legacy: bool) -> T.Spread | None:
+    results = row["results"]
+    if "Triton" not in results or peer not in results:
+        return None
+    if legacy:
+        point = results["Triton"]["rate"] / results[peer]["rate"]
+        return T.Spread(point, math.nan, math.nan)
+    return T.paired_ratio(row, peer)
+
+
+def classify(old: T.Spread, new: T.Spread) -> str:
+    if math.isnan(old.low) or math.isnan(new.low):
+        return "no spread"
+    if max(old.rel_half_width, new.rel_half_width) > MAX_NOISE:
+        return "undecided"
+    if old.high < new.low:
+        return "faster"
+    if new.high < old.low:
+        return "slower"
+    return "same"
+
+
+def compare(old: T.GpuTimings, new: T.GpuTimings) -> list[Move]:
+    moves = []
+    for name, new_bench in new.benchmarks.items():
+        old_bench = old.benchmarks.get(name)
+        if old_bench is None:
+            continue
+        old_rows = {_row_key(r): r for r in old_bench["rows"]}
+        for row in new_bench["rows"]:
+            old_row = old_rows.get(_row_key(row))
+            if old_row is None:
+                continue
+            for peer in new_bench["peers"]:
+                if peer == "Triton":
+                    continue
+                a = _ratio(old_row, peer, old.legacy)
+                b = _ratio(row, peer, new.legacy)
+                if a is None or b is None:
+                    continue
+                tri = row["results"]["Triton"]["median_ms"]
+                moves.append(
+                    Move(
+                        name,
+                        _row_text(row),
+                        peer,
+                        a.median,
+                        b.median,
+                        classify(a, b),
+                        tri,
+                    )
+                )
+    return moves
+
+
+def _describe(t: T.GpuTimings) -> str:
+    provs = [b["provenance"] for b in t.benchmarks.values()]
+    commits = sorted({str(p["commit"])[:10] for p in provs})
+    dates = sorted({p["date"][:10] for p in provs})
+    fmt = f"format {T.LEGACY_VERSION}, one round" if t.legacy else "rounds"
+    return (
+        f"{t.path} ({t.gpu['name']}; commit {', '.join(commits)}; "
+        f"{dates[0]}..{dates[-1]}; {fmt})"
+    )
+
+
+def _share(moves: list[Move]) -> str:
+    if not moves:
+        return "none"
+    inside = sum(abs(m.change) <= AGREE for m in moves)
+    return f"{inside}/{len(moves)} ({100 * inside / len(moves):.1f} %)"
+
+
+def report(old: T.GpuTimings, new: T.GpuTimings, top: int = 15) -> list[str]:
+    moves = compare(old, new)
+    lines = [f"old: {_describe(old)}", f"new: {_describe(new)}"]
+    if old.gpu["slug"] != new.gpu["slug"]:
+        lines.append(
+            f"note: different GPU models ({old.gpu['name']} vs {new.gpu['name']})"
+        )
+    if not moves:
+        lines.append("no Triton/peer ratio is in both files")
+        return lines
+    kinds = ["same", "faster", "slower", "undecided", "no spread"]
+    counts = {k: sum(m.kind == k for m in moves) for k in kinds}
+    lines.append(
+        f"{len(moves)} Triton/peer ratios: "
+        + ", ".join(f"{counts[k]} {k}" for k in kinds if counts[k])
+    )
+    long = [m for m in moves if m.triton_ms >= LONG_MS]
+    short = [m for m in moves if m.triton_ms < LONG_MS]
+    lines.append(
+        f"within ±{100 * AGREE:.0f} %: Triton ≥ {1000 * LONG_MS:.0f} µs: "
+        f"{_share(long)}; Triton < {1000 * LONG_MS:.0f} µs: {_share(short)}"
+    )
+    worst = sorted(moves, key=lambda m: -abs(math.log(m.new / m.old)))[:top]
+    lines.append(f"largest moves (top {len(worst)}):")
+    for m in worst:
+        lines.append(
+            f"  {m.bench:<28} {m.row:<34} ÷ {m.peer:<22} "
+            f"{m.old:6.3f}× → {m.new:6.3f}× ({100 * m.change:+6.1f} %) {m.kind}"
+        )
+    return lines
+
+
+def main(old_path: Path, new_path: Path, top: int = 15) -> int:
+    old = T.load_file(old_path, accept_legacy=True)
+    new = T.load_file(new_path, accept_legacy=True)
+    print("\n".join(report(old, new, top)))
+    return 0
