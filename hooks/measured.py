@@ -457,7 +457,7 @@ def render_measured(text: str, gpus: list, root: Path) -> str:
         number = f"{_fmt_number(row['results'][peer]['rate'])} {bench['unit']}"
     elif value == "median_ms":
         number = f"{row['results'][peer]['median_ms']:.3g} ms"
-    elif value == "pct_roofline" or value.startswith("ratio:"):
+    elif value == "pct_roofline" or value.startswith(("ratio:", "vs:")):
         spread, number = _shown(row, bench, value, peer, g)
         if target is not None:
             number += f" ({T.verdict(spread, target)})"
@@ -685,9 +685,10 @@ def _selects(row: dict, key: str, wanted: str) -> bool:
 def _target(text: str | None, value: str) -> float | None:
     if text is None:
         return None
-    if not (value.startswith("ratio:") or value == "pct_roofline"):
+    if not (value.startswith(("ratio:", "vs:")) or value == "pct_roofline"):
         raise ValueError(
-            f"target= needs value=ratio:<peer> or pct_roofline, not {value!r}"
+            f"target= needs value=ratio:<peer>, vs:<bench> or pct_roofline, "
+            f"not {value!r}"
         )
     try:
         return float(text)
