@@ -426,3 +426,71 @@ def test_undeclared_benchmark_name_fails_the_build(tmp_path):
     page = "# P\n\n[[measured bench=vector_ad gpu=gpu-a value=rate n_elements=4096]]\n"
     code, _, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page=page)
     assert code != 0 and "no snippet declares a benchmark named 'vector_ad'" in err
+
+
+# ------------------------------------------- the real site, altered data ---
+def _altered_copy(tmp_path, who: str, factor: float, only=None):
+    """data/timings copied with every time of ``who`` ("Triton" or "peers")
+    multiplied by factor (its rates divided by it), in every benchmark or
+    in those named in ``only``."""
+    out = tmp_path / f"data-{who}"
+    out.mkdir()
+    for path in (REPO_ROOT / "data" / "timings").glob("*.json"):
+        doc = json.loads(path.read_text())
+        for name, bench in doc["benchmarks"].items():
+            if only and name not in only:
+                continue
+            for row in bench["rows"]:
+                for peer, res in row["results"].items():
+                    if (peer == "Triton") != (who == "Triton"):
+                        continue
+                    for key in ("median_ms", "p20_ms", "p80_ms", "q25_ms"):
+                        if key in res:
+                            res[key] *= factor
+                    for key in ("q75_ms", "wall_ms"):
+                        if key in res:
+                            res[key] *= factor
+                    if "rounds_ms" in res:
+                        res["rounds_ms"] = [t * factor for t in res["rounds_ms"]]
+                    res["rate"] /= factor
+        (out / path.name).write_text(json.dumps(doc))
+    return out
+
+
+def _build_real_site(tmp_path, data_dir):
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d",
+         str(tmp_path / "site")],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, COURSE_TIMINGS_DIR=str(data_dir)),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "who, only, expected_pages",
+    [
+        # Triton twice as slow: the "Triton is faster / reaches" claims break
+        ("Triton", None, ["softmax.md", "03-triton-custom-kernels.md"]),
+        # every peer twice as slow: the "Triton is slower" claims break
+        ("peers", None, ["03-triton-custom-kernels.md"]),
+        # one step of a kernel's history slower: "this step gained" breaks
+        ("Triton", ["matmul", "rowsum_v2_tiled"], ["tiled-gemm.md", "04-gpu"]),
+    ],
+)
+def test_the_real_pages_fail_to_build_on_data_that_contradicts_them(
+    tmp_path, who, only, expected_pages
+):
+    done = _build_real_site(tmp_path, _altered_copy(tmp_path, who, 2.0, only))
+    assert done.returncode != 0
+    assert "claim(s) in the prose do not hold" in done.stderr
+    for page in expected_pages:
+        assert page in done.stderr, f"{page} not named:\n{done.stderr[-3000:]}"
+
+
+def test_the_real_pages_build_against_the_real_data(tmp_path):
+    done = _build_real_site(tmp_path, REPO_ROOT / "data" / "timings")
+    assert done.returncode == 0, done.stderr[-3000:]

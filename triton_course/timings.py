@@ -323,7 +323,11 @@ def load_for_site(config) -> list[GpuTimings]:
     mkdocs.yml (default ``data/timings``), relative to the config file.
     Shared by the hooks, so they all read the same files the same way."""
     extra = config.get("extra", {})
-    configured = extra.get("timings_dir", "data/timings")
+    # COURSE_TIMINGS_DIR builds the site against other data (a new run's, or
+    # the tests' altered copies) without touching data/timings.
+    configured = os.environ.get("COURSE_TIMINGS_DIR") or extra.get(
+        "timings_dir", "data/timings"
+    )
     # A site may show format-1 files only if it says so: they are labelled as
     # single-round data on every page, and no verdict or claim is judged on them.
     accept_legacy = extra.get("legacy_timings", False) is True
