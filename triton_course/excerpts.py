@@ -126,12 +126,16 @@ def _matmul_spec() -> KernelSpec | None:
                 constexprs[p.name] = p.default
             else:
                 return None  # an unknown constexpr: leave the excerpt out
+        elif p.name in ("stride_ak", "stride_bn", "stride_cn"):
+            # A launch with contiguous tensors passes 1 here, and Triton
+            # specialises an integer argument equal to 1 as a constant: the
+            # excerpt must be that kernel (only then does it pipeline).
+            signature[p.name] = "constexpr"
+            constexprs[p.name] = 1
         else:
+            # sizes and row strides of 4096-sized matrices are multiples of 16
             signature[p.name] = "i32"
-            # sizes and row strides of 4096-sized matrices are multiples of 16;
-            # unit strides (stride_ak, stride_bn, stride_cn) are 1
-            if p.name not in ("stride_ak", "stride_bn", "stride_cn"):
-                aligned.append(p.name)
+            aligned.append(p.name)
     return KernelSpec(
         name="matmul",
         snippet="matmul.py",
@@ -141,7 +145,9 @@ def _matmul_spec() -> KernelSpec | None:
         aligned=tuple(aligned),
         describe=f"{kernel_name}, float16 inputs, tiles "
         + ", ".join(f"{k}={v}" for k, v in constexprs.items() if k in tiles)
-        + ", num_warps=8, num_stages=3",
+        + ", num_warps=8, num_stages=3; unit strides specialised to 1, sizes "
+        "and other strides divisible by 16, as a launch on contiguous "
+        "4096-sized matrices compiles it",
         stages=("ptx", "sass"),
         grep=r"wgmma|HGMMA|mma",
         options={"num_warps": 8, "num_stages": 3},
