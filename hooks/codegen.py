@@ -27,15 +27,17 @@ def render(root: Path) -> str:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: {exc}; run python -m triton_course.codegen table")
+        raise ValueError(
+            f"{path}: {exc}; run python -m triton_course.codegen table"
+        ) from None
     lines = [
-        "| target | GPUs | a float16 `tl.dot` becomes | a tensor descriptor load becomes |",
+        "| target | GPUs | a float16 `tl.dot` becomes "
+        "| a tensor descriptor load becomes |",
         "|---|---|---|---|",
     ]
     for row in data["rows"]:
-        lines.append(
-            f"| {row['arch']} | {row['gpus']} | {row['dot_fp16']} | {row['descriptor']} |"
-        )
+        cells = (row["arch"], row["gpus"], row["dot_fp16"], row["descriptor"])
+        lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
         f"*Compiled with triton {data['triton']} for each target on a machine "
