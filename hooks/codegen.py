@@ -10,8 +10,6 @@ import re
 import sys
 from pathlib import Path
 
-from mkdocs.exceptions import PluginError
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # the hooks must work without an install
     sys.path.insert(0, str(REPO_ROOT))
@@ -53,7 +51,4 @@ def on_page_markdown(markdown, page, config, files):
     def one(line: str) -> str:
         return render(root) if _RE.match(line.strip()) else line
 
-    try:
-        return rewrite_directives(markdown, page, one)
-    except ValueError as exc:  # pragma: no cover - rewrite_directives wraps
-        raise PluginError(str(exc)) from None
+    return rewrite_directives(markdown, page, one)  # errors name page and line

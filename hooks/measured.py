@@ -487,12 +487,7 @@ def render_verdict(text: str, gpus: list, root: Path) -> str:
     bench = _measured_bench(g, name)
     if bench is None:
         return f"*(not yet measured on {g.label})*"
-    unknown = set(args) - set(bench["params"]) - {"dtype"}
-    if unknown:
-        raise ValueError(f"unknown selector(s) {sorted(unknown)} for {name}")
-    rows = [r for r in bench["rows"] if all(_selects(r, k, w) for k, w in args.items())]
-    if not rows:
-        raise ValueError(f"verdict selects no row of {name}")
+    rows = _selected_rows(bench, args, name, "verdict")
     judged = []
     for row in rows:
         spread, text = _shown(row, bench, value, peer, g)
@@ -509,6 +504,17 @@ def render_verdict(text: str, gpus: list, root: Path) -> str:
         f"{', '.join(parts)} of {len(judged)} sizes "
         f"(lowest {low_text}{_where(bench, rows, low_row)}){stale}"
     )
+
+
+def _selected_rows(bench: dict, args: dict, name: str, what: str) -> list:
+    """The rows a verdict's or claim's selectors leave (at least one)."""
+    unknown = set(args) - set(bench["params"]) - {"dtype"}
+    if unknown:
+        raise ValueError(f"unknown selector(s) {sorted(unknown)} for {name}")
+    rows = [r for r in bench["rows"] if all(_selects(r, k, w) for k, w in args.items())]
+    if not rows:
+        raise ValueError(f"{what} selects no row of {name}")
+    return rows
 
 
 def _where(bench: dict, rows: list, row: dict) -> str:
@@ -569,12 +575,7 @@ def render_claim(text: str, gpus: list, root: Path) -> str:
     bench = _measured_bench(g, name)
     if bench is None:
         return f"*(not yet measured on {g.label})*"
-    unknown = set(args) - set(bench["params"]) - {"dtype"}
-    if unknown:
-        raise ValueError(f"unknown selector(s) {sorted(unknown)} for {name}")
-    rows = [r for r in bench["rows"] if all(_selects(r, k, w) for k, w in args.items())]
-    if not rows:
-        raise ValueError(f"claim selects no row of {name}")
+    rows = _selected_rows(bench, args, name, "claim")
     shown = []
     for row in rows:
         spread, number = _shown(row, bench, value, peer, g)
