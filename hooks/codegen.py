@@ -28,19 +28,27 @@ def render(root: Path) -> str:
         raise ValueError(
             f"{path}: {exc}; run python -m triton_course.codegen table"
         ) from None
+    dtypes = data["dtypes"]
+    head = ["target", "GPUs", *(f"`tl.dot`, {label}" for label in dtypes.values())]
     lines = [
-        "| target | GPUs | a float16 `tl.dot` becomes "
-        "| a tensor descriptor load becomes |",
-        "|---|---|---|---|",
+        "| " + " | ".join([*head, "tensor-descriptor load"]) + " |",
+        "|" + "---|" * (len(head) + 1),
     ]
     for row in data["rows"]:
-        cells = (row["arch"], row["gpus"], row["dot_fp16"], row["descriptor"])
-        lines.append("| " + " | ".join(cells) + " |")
+        cells = [row["arch"], row["gpus"], *(row["dot"][dt] for dt in dtypes)]
+        lines.append("| " + " | ".join([*cells, row["descriptor"]]) + " |")
     lines += [
         "",
         f"*Compiled with triton {data['triton']} for each target on a machine "
-        f"without a GPU (`{data['written_by']}`); `tl.exp` becomes {data['exp']} "
-        f"on every target. [The tests]({_TESTS}) recompile it in every CI run.*",
+        f"without a GPU (`{data['written_by']}`): the instruction a 64×64×32 "
+        "`tl.dot` of two tiles of that type becomes, with the operand type the "
+        "tensor cores see (fp8 e5m2 is widened to fp16 before sm_89). FMA: "
+        "fused multiply-adds on the CUDA cores, no tensor-core instruction at "
+        "all; refused: a compile error naming the supported fp8 types. "
+        "`ld.global`: ordinary loads; "
+        f"TMA: the Hopper copy engine (`cp.async.bulk.tensor`). `tl.exp` becomes "
+        f"{data['exp']} on every target. [The tests]({_TESTS}) recompile it in "
+        "every CI run.*",
     ]
     return "\n".join(lines)
 

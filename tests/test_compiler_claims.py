@@ -64,8 +64,49 @@ def test_a_transposed_dot_operand_is_a_shared_memory_view_on_sm90(facts):
     assert facts["dot_trans_sm90_memdesc_trans"] is True
 
 
+@pytest.mark.parametrize("arch", ["80", "90"])
+def test_a_transposed_dot_operand_costs_no_extra_shared_memory_traffic(facts, arch):
+    # the transpose is folded into how the tile is staged in shared memory
+    counts = facts["dot_trans_shared_memory_instructions"][arch]
+    assert counts["dot_trans_kernel"] == counts["dot_kernel"] > 0
+
+
 def test_acc_times_alpha_plus_dot_compiles_to_the_same_ttgir_as_the_fold(facts):
     assert facts["acc_fold_same_ttgir"] is True
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32", "fp8e5"])
+def test_every_dot_type_but_fp8_e4m3_compiles_to_fma_on_sm75(facts, dtype):
+    assert facts["dot_by_dtype"][dtype]["75"].startswith("FMA")
+
+
+@pytest.mark.parametrize("arch", ["80", "86", "89"])
+def test_bf16_and_tf32_dots_are_mma_sync_from_sm80(facts, arch):
+    assert facts["dot_by_dtype"]["bf16"][arch] == "mma.sync on bf16 operands"
+    assert facts["dot_by_dtype"]["fp32"][arch] == "mma.sync on tf32 operands"
+
+
+@pytest.mark.parametrize("arch", ["75", "80", "86"])
+def test_fp8_e4m3_is_refused_before_sm89(facts, arch):
+    assert facts["dot_by_dtype"]["fp8e4nv"][arch].startswith("refused")
+    assert "fp8e4nv not supported" in facts["dot_by_dtype"]["fp8e4nv"][arch]
+
+
+def test_fp8_runs_on_fp8_tensor_cores_from_sm89_and_e5m2_is_widened_before(facts):
+    fp8 = facts["dot_by_dtype"]
+    assert fp8["fp8e4nv"]["89"] == "mma.sync on e4m3 operands"
+    assert fp8["fp8e4nv"]["90"] == "wgmma on e4m3 operands"
+    assert fp8["fp8e5"]["80"] == "mma.sync on f16 operands"
+
+
+def test_fp8_on_sm90_is_never_promoted_to_fp32_unless_asked(facts):
+    # lesson 01: by default wgmma keeps the whole K sum in its own
+    # accumulator; max_num_imprecise_acc=32 adds it into fp32 every 32 terms
+    fp8 = facts["fp8_sm90"]
+    assert fp8["default"]["max_num_imprecise_acc"] >= 2**30
+    assert fp8["default"]["fp32_adds"] == 0
+    assert fp8["promote_every_32"]["max_num_imprecise_acc"] == 32
+    assert fp8["promote_every_32"]["fp32_adds"] > 0
 
 
 # ---------------------------------------------------------- descriptors ---
@@ -91,6 +132,16 @@ def test_num_stages_changes_nothing_in_a_plain_range_loop(facts, arch):
     assert facts["plain_loop_same_ptx_for_stages_1_2_4"][arch] is True
 
 
+def test_rowsum_v3_leaves_num_stages_out_because_it_changes_nothing(facts):
+    # lesson 04: v2's plain range loop, compiled as one of v3's configs
+    assert facts["rowsum_v2_same_ptx_for_stages_1_2_3"] is True
+
+
+def test_tl_range_with_num_stages_does_pipeline_a_plain_loop(facts):
+    copies = facts["tl_range_cp_async_by_stages"]
+    assert copies["1"] == 0 and copies["2"] > 0 and copies["3"] > copies["2"]
+
+
 def test_the_gemm_excerpt_is_compiled_as_a_real_launch_and_is_pipelined(facts):
     gemm = facts["gemm_excerpt"]
     assert gemm["unit_strides_constexpr_1"] is True
@@ -103,6 +154,28 @@ def test_wide_loads_follow_whichever_axis_is_contiguous(facts):
     assert loads["axis 1 contiguous"] is True
     assert loads["axis 0 contiguous"] is True  # a column-major tile, still wide
     assert loads["no unit stride"] is False  # a stride it cannot prove is 1
+
+
+def test_copy_2d_of_a_transposed_view_reads_wide_along_axis_0(facts):
+    # lesson 03's rule and its Exercise 8: a transposed view keeps wide loads
+    # (the stride 1 is specialised) and the tile is turned once on chip
+    plain = facts["copy_2d"]["x"]
+    assert plain["wide_loads"] > 0 and plain["scalar_loads"] == 0
+    assert plain["convert_layout"] == 0
+    seen = facts["copy_2d"]["x.t()"]
+    assert seen["wide_loads"] > 0 and seen["scalar_loads"] == 0
+    assert seen["convert_layout"] == 1
+
+
+def test_the_tiled_transpose_turns_its_tile_once_through_shared_memory(facts):
+    turned = facts["transpose_tiled"]
+    assert turned["convert_layout"] == 1 and turned["shared_memory"] is True
+    assert turned["wide_loads"] > 0 and turned["scalar_loads"] == 0
+
+
+def test_copy_2d_of_a_view_with_no_unit_stride_loads_one_element_per_lane(facts):
+    hidden = facts["copy_2d"]["x[:, ::2].t()"]
+    assert hidden["wide_loads"] == 0 and hidden["scalar_loads"] > 0
 
 
 # ----------------------------------------------------- the per-GPU table ---

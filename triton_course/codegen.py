@@ -24,8 +24,12 @@ from pathlib import Path
 from triton_course import excerpts
 
 PROBES = Path(__file__).with_name("codegen_probes.py")
+SNIPPETS = Path(__file__).resolve().parents[1] / "snippets"
 ARCHS = {75: "T4 (Turing)", 80: "A100 (Ampere)", 86: "RTX 30xx, A10 (Ampere)",
          89: "RTX 40xx, L4 (Ada)", 90: "H100, H200 (Hopper)"}  # fmt: skip
+# tl.dot operand types in the per-GPU table (fp32 inputs: tf32 by default)
+TABLE_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32 (tf32)",
+                "fp8e4nv": "fp8 e4m3", "fp8e5": "fp8 e5m2"}  # fmt: skip
 MMA = re.compile(r"\bmma\.sync\b")
 WGMMA = re.compile(r"\bwgmma\.mma_async\b")
 
@@ -118,6 +122,94 @@ def _plain_loop(arch, stages):
     )["ptx"]  # fmt: skip
 
 
+def _ranged_loop(arch, stages):
+    sig = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_cols": "i32",
+           "BLOCK": "constexpr", "STAGES": "constexpr"}  # fmt: skip
+    return compile_for(
+        _probes().ranged_loop_kernel, arch, sig, {"BLOCK": 1024, "STAGES": stages},
+        aligned=("x_ptr", "n_cols"),
+    )["ptx"]  # fmt: skip
+
+
+def _rowsum_v2(stages):
+    """Lesson 04's row-sum kernel as one of v3's configs launches it on sm_90."""
+    kernel = excerpts._load(SNIPPETS / "optimization_steps.py").rowsum_tile_kernel
+    sig = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32",
+           "stride_row": "i32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr"}  # fmt: skip
+    return compile_for(
+        kernel, 90, sig, {"BLOCK_M": 8, "BLOCK_N": 512},
+        aligned=("x_ptr", "out_ptr", "n_cols", "stride_row"),
+        num_warps=4, num_stages=stages,
+    )["ptx"]  # fmt: skip
+
+
+def _fp8_dot(promote_every):
+    sig = {"a_ptr": "*fp8e4nv", "b_ptr": "*fp8e4nv", "c_ptr": "*fp32",
+           "M": "constexpr", "N": "constexpr", "K": "constexpr",
+           "PROMOTE_EVERY": "constexpr"}  # fmt: skip
+    asm = compile_for(
+        _probes().fp8_dot_kernel, 90, sig,
+        {"M": 64, "N": 64, "K": 128, "PROMOTE_EVERY": promote_every},
+        aligned=("a_ptr", "b_ptr", "c_ptr"),
+    )  # fmt: skip
+    acc = re.search(r"maxNumImpreciseAcc = (\d+)", asm["ttgir"])
+    return {
+        "max_num_imprecise_acc": int(acc.group(1)) if acc else None,
+        "fp32_adds": len(re.findall(r"\badd\.(?:rn\.)?f32\b", asm["ptx"])),
+    }
+
+
+def dot_by_dtype(arch: int, dtype: str) -> str:
+    """What a 64x64x32 tl.dot of two `dtype` tiles becomes, or the compiler's no."""
+    try:
+        ptx = dot(arch, dtype=dtype)["ptx"]
+    except Exception as exc:  # noqa: BLE001 - the refusal is the fact
+        return "refused: " + str(exc).strip().splitlines()[-1][:160]
+    found = re.search(r"(?:wgmma\.mma_async|mma\.sync)\S*", ptx)
+    if not found:
+        return dot_instruction(ptx)
+    # the operand type the tensor cores see, e.g. ...f32.bf16.bf16 -> bf16
+    operand = re.search(r"\.f32\.(\w+)\.\w+", found.group(0)).group(1)
+    return f"{dot_instruction(ptx).split(' (')[0]} on {operand} operands"
+
+
+# copy_2d's launch arguments for three views of a 16384 x 8192 float32 matrix
+COPY_2D_VIEWS = {
+    "x": dict(n_rows=16384, n_cols=8192, stride_xr=8192, stride_xc=1,
+              stride_or=8192, stride_oc=1),
+    "x.t()": dict(n_rows=8192, n_cols=16384, stride_xr=1, stride_xc=8192,
+                  stride_or=16384, stride_oc=1),
+    "x[:, ::2].t()": dict(n_rows=4096, n_cols=16384, stride_xr=2, stride_xc=8192,
+                          stride_or=16384, stride_oc=1),
+}  # fmt: skip
+
+
+def copy_2d_for(args: dict, kernel="copy_tiles_kernel", block=(32, 128)) -> dict:
+    """A kernel of lesson 03's memory_access.py, specialised as a launch with
+    `args` is: an integer equal to 1 becomes the constant 1, one divisible by
+    16 is marked so (what Triton's launcher does), compiled for sm_90."""
+    kernel = getattr(excerpts._load(SNIPPETS / "memory_access.py"), kernel)
+    sig = {"x_ptr": "*fp32", "out_ptr": "*fp32"}
+    const = {"BLOCK_R": block[0], "BLOCK_C": block[1]}
+    aligned = ["x_ptr", "out_ptr"]
+    for name, value in args.items():
+        sig[name] = "constexpr" if value == 1 else "i32"
+        if value == 1:
+            const[name] = 1
+        elif value % 16 == 0:
+            aligned.append(name)
+    sig.update(BLOCK_R="constexpr", BLOCK_C="constexpr")
+    asm = compile_for(kernel, 90, sig, const, aligned)
+    loads = re.findall(r"\bld\.global\S*", asm["ptx"])
+    wide = [ld for ld in loads if re.search(r"\.v[248]\b", ld)]
+    return {
+        "shared_memory": bool(re.search(r"\b(?:st|ld)\.shared", asm["ptx"])),
+        "convert_layout": len(re.findall(r"ttg\.convert_layout", asm["ttgir"])),
+        "wide_loads": len(wide),
+        "scalar_loads": len(loads) - len(wide),
+    }
+
+
 def _k8_error() -> str:
     try:
         dot(80, m=16, n=16, k=8)
@@ -139,6 +231,13 @@ def facts() -> dict:
     out["dot_trans_sm90_memdesc_trans"] = (
         "memdesc_trans" in (dot(90, kernel="dot_trans_kernel")["ttgir"])
     )
+    out["dot_trans_shared_memory_instructions"] = {
+        str(a): {
+            k: len(re.findall(r"\b(?:ldmatrix|ld\.shared|st\.shared)", dot(a, kernel=k)["ptx"]))
+            for k in ("dot_kernel", "dot_trans_kernel")
+        }
+        for a in (80, 90)
+    }
     out["acc_fold_same_ttgir"] = _acc_body(True) == _acc_body(False)
     desc = {str(a): descriptor(a) for a in ARCHS}
     out["descriptor_tma"] = {a: "cp.async.bulk.tensor" in p for a, p in desc.items()}
@@ -155,6 +254,22 @@ def facts() -> dict:
         str(a): _plain_loop(a, 1) == _plain_loop(a, 2) == _plain_loop(a, 4)
         for a in (80, 90)
     }
+    out["rowsum_v2_same_ptx_for_stages_1_2_3"] = (
+        _rowsum_v2(1) == _rowsum_v2(2) == _rowsum_v2(3)
+    )
+    out["tl_range_cp_async_by_stages"] = {
+        str(st): len(re.findall(r"\bcp\.async\.", _ranged_loop(80, st)))
+        for st in (1, 2, 3)
+    }
+    out["fp8_sm90"] = {"default": _fp8_dot(0), "promote_every_32": _fp8_dot(32)}
+    out["dot_by_dtype"] = {
+        dt: {str(a): dot_by_dtype(a, dt) for a in ARCHS} for dt in TABLE_DTYPES
+    }
+    out["copy_2d"] = {view: copy_2d_for(a) for view, a in COPY_2D_VIEWS.items()}
+    out["transpose_tiled"] = copy_2d_for(
+        dict(n_rows=16384, n_cols=8192, stride_xr=8192, stride_or=16384),
+        kernel="transpose_tiled_kernel", block=(64, 64),
+    )  # fmt: skip
     out["tile_v4_loads"] = {
         "axis 1 contiguous": "ld.global.v4" in tile_ptx(False, True),
         "axis 0 contiguous": "ld.global.v4" in tile_ptx(True, False),
@@ -172,24 +287,34 @@ def facts() -> dict:
     return out
 
 
+def short_dot(found: str) -> str:
+    """A table cell for dot_by_dtype's answer: 'wgmma, bf16', 'FMA', 'refused'."""
+    if found.startswith("refused"):
+        return "refused"
+    if found.startswith("FMA"):
+        return "FMA"
+    instruction, operand = found.split(" on ")
+    return f"{instruction}, {operand.split()[0]}"
+
+
 def table(f: dict) -> dict:
     """Lesson 01's per-GPU table, from the facts."""
     rows = []
     for arch, name in ARCHS.items():
         a = str(arch)
-        rows.append({
-            "arch": f"sm_{arch}",
-            "gpus": name,
-            "dot_fp16": f["dot_fp16"][a],
-            "descriptor": "TMA (cp.async.bulk.tensor)" if f["descriptor_tma"][a]
-            else "ordinary loads (ld.global), no TMA",
-        })  # fmt: skip
+        row = {"arch": f"sm_{arch}", "gpus": name}
+        row["dot"] = {dt: short_dot(f["dot_by_dtype"][dt][a]) for dt in TABLE_DTYPES}
+        row["descriptor"] = "TMA" if f["descriptor_tma"][a] else "ld.global"
+        rows.append(row)
     return {
         "triton": f["triton"],
         "written_by": "python -m triton_course.codegen table",
+        "dtypes": TABLE_DTYPES,
         "rows": rows,
         "exp": "ex2.approx (MUFU.EX2: the special-function unit)"
         if f["exp_ptx_ex2_approx"] else "other",
+        "fp8_sm90_max_num_imprecise_acc_default":
+            f["fp8_sm90"]["default"]["max_num_imprecise_acc"],
     }  # fmt: skip
 
 

@@ -90,3 +90,30 @@ def column_tile_kernel(
     rm, rn = tl.arange(0, BM), tl.arange(0, BN)
     offs = rm[:, None] * stride_row + rn[None, :] * stride_col
     tl.store(y_ptr + offs, tl.load(x_ptr + offs))
+
+
+@triton.jit
+def fp8_dot_kernel(
+    a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+    PROMOTE_EVERY: tl.constexpr,
+):  # fmt: skip
+    # PROMOTE_EVERY = 0: tl.dot's default; else the max_num_imprecise_acc asked for
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    if PROMOTE_EVERY == 0:
+        c = tl.dot(a, b)
+    else:
+        c = tl.dot(a, b, max_num_imprecise_acc=PROMOTE_EVERY)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
+
+
+@triton.jit
+def ranged_loop_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    # the plain loop again, with tl.range asking for STAGES pipeline stages
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in tl.range(0, n_cols, BLOCK, num_stages=STAGES):
+        offs = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc))
