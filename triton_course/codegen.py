@@ -134,8 +134,9 @@ def _ranged_loop(arch, stages):
 def _rowsum_v2(stages):
     """Lesson 04's row-sum kernel as one of v3's configs launches it on sm_90."""
     kernel = excerpts._load(SNIPPETS / "optimization_steps.py").rowsum_tile_kernel
-    sig = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32",
-           "stride_row": "i32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr"}  # fmt: skip
+    sig = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_rows": "i32",
+           "n_cols": "i32", "stride_row": "i32",
+           "BLOCK_M": "constexpr", "BLOCK_N": "constexpr"}  # fmt: skip
     return compile_for(
         kernel, 90, sig, {"BLOCK_M": 8, "BLOCK_N": 512},
         aligned=("x_ptr", "out_ptr", "n_cols", "stride_row"),
@@ -231,9 +232,10 @@ def facts() -> dict:
     out["dot_trans_sm90_memdesc_trans"] = (
         "memdesc_trans" in (dot(90, kernel="dot_trans_kernel")["ttgir"])
     )
+    shared_op = re.compile(r"\b(?:ldmatrix|ld\.shared|st\.shared)")
     out["dot_trans_shared_memory_instructions"] = {
         str(a): {
-            k: len(re.findall(r"\b(?:ldmatrix|ld\.shared|st\.shared)", dot(a, kernel=k)["ptx"]))
+            k: len(shared_op.findall(dot(a, kernel=k)["ptx"]))
             for k in ("dot_kernel", "dot_trans_kernel")
         }
         for a in (80, 90)

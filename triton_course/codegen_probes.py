@@ -109,7 +109,9 @@ def fp8_dot_kernel(
 
 
 @triton.jit
-def ranged_loop_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr, STAGES: tl.constexpr):
+def ranged_loop_kernel(
+    x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr, STAGES: tl.constexpr
+):
     # the plain loop again, with tl.range asking for STAGES pipeline stages
     row = tl.program_id(0)
     acc = tl.zeros([BLOCK], dtype=tl.float32)
