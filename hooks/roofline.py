@@ -45,6 +45,11 @@ from hooks._directives import rewrite_directives  # noqa: E402
 from triton_course import timings as T  # noqa: E402
 
 _DIRECTIVE_RE = re.compile(r"^\[\[roofline((?:\s+[^\]]*)?)\]\]\s*$")
+# Inline: [[ridge gpu=h100]] is the measured ridge point in FLOP/byte;
+# [[ridge gpu=h100 above=128]] also fails the build unless the ridge stays
+# above 128 with RIDGE_ALLOWANCE to spare (the page says 128 is below it).
+_RIDGE_RE = re.compile(r"\[\[ridge\s+([^\]]+)\]\]")
+RIDGE_ALLOWANCE = 0.10  # how far a re-run may move the two ceilings' ratio
 
 # Plot geometry, in SVG user units.
 WIDTH, HEIGHT = 640, 400
@@ -335,12 +340,36 @@ def render_roofline(text: str, gpus: list) -> str:
     return "\n".join(lines)
 
 
+def render_ridge(text: str, gpus: list) -> str:
+    args = dict(part.partition("=")[::2] for part in text.split())
+    if set(args) - {"gpu", "above"} or "gpu" not in args:
+        raise ValueError(f"ridge takes gpu= and above=; got {text!r}")
+    matches = [g for g in gpus if args["gpu"].lower() in g.gpu["slug"].lower()]
+    if len(matches) != 1:
+        raise ValueError(f"ridge: gpu={args['gpu']!r} matches {len(matches)} files")
+    bandwidth, peak = ceilings(matches[0].benchmarks)
+    if not bandwidth or not peak:
+        raise ValueError(f"ridge: {matches[0].label} has no measured ceilings")
+    ridge = peak / (bandwidth / 1e3)
+    if "above" in args:
+        floor = float(args["above"])
+        if ridge * (1 - RIDGE_ALLOWANCE) <= floor:
+            raise ValueError(
+                f"the page says {floor:g} FLOP/byte is below {matches[0].label}'s "
+                f"ridge point, measured at {ridge:.0f}: too close or false "
+                f"(needs {RIDGE_ALLOWANCE:.0%} to spare)"
+            )
+    return f"{_fmt(ridge)} FLOP/byte"
+
+
 # ------------------------------------------------------------------- hook ---
 def on_page_markdown(markdown, page, config, files):
     gpus = _state.get("gpus", [])
 
     def render(line: str) -> str:
         m = _DIRECTIVE_RE.match(line.strip())
-        return render_roofline(m.group(1), gpus) if m else line
+        if m:
+            return render_roofline(m.group(1), gpus)
+        return _RIDGE_RE.sub(lambda r: render_ridge(r.group(1), gpus), line)
 
     return rewrite_directives(markdown, page, render)

@@ -277,8 +277,9 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
 
 
 # --8<-- [start:triton_op]
-# A custom operator: torch.compile sees one opaque node whose body it can
-# still trace (wrap_triton), instead of a graph break at a Python function.
+# A custom operator: a named op with a schema (torch.ops.triton_course.softmax)
+# that torch.export, opcheck and other operator tools accept. wrap_triton lets
+# torch.compile see the kernel launches inside it.
 @torch.library.triton_op("triton_course::softmax", mutates_args=())
 def softmax_op(x: torch.Tensor) -> torch.Tensor:
     y = torch.empty_like(x)

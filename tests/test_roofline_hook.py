@@ -184,3 +184,29 @@ def test_measured_hook_derives_l2_mib_from_l2_bytes(gpus):
     assert render("gpu=h100 value=gpu.l2_mib", gpus, REPO_ROOT) == "50 MiB"
     with pytest.raises(ValueError, match="memory_bytes"):
         render("gpu=h100 value=gpu.memory_gib", gpus, REPO_ROOT)
+
+
+# ------------------------------------------------------------- [[ridge]] ---
+def test_ridge_renders_the_measured_ridge_point(gpus):
+    # fixture ceilings: 500 TFLOP/s over 2000 GB/s
+    assert hook.render_ridge("gpu=h100", gpus) == "250 FLOP/byte"
+
+
+def test_ridge_above_holds_with_room_to_spare_and_fails_without(gpus):
+    assert hook.render_ridge("gpu=h100 above=128", gpus) == "250 FLOP/byte"
+    with pytest.raises(ValueError, match="too close or false"):
+        hook.render_ridge("gpu=h100 above=240", gpus)  # 250 − 10 % ≤ 240
+    with pytest.raises(ValueError, match="too close or false"):
+        hook.render_ridge("gpu=h100 above=300", gpus)
+
+
+def test_ridge_inline_fails_the_page_naming_its_line(gpus):
+    from mkdocs.exceptions import PluginError
+
+    hook._state["gpus"] = gpus
+    out = hook.on_page_markdown("below [[ridge gpu=h100 above=100]].", _Page, {}, None)
+    assert out == "below 250 FLOP/byte."
+    with pytest.raises(PluginError, match="lesson.md:2"):
+        hook.on_page_markdown("x\nbelow [[ridge gpu=h100 above=260]]", _Page, {}, None)
+    with pytest.raises(PluginError, match="matches 0"):
+        hook.on_page_markdown("[[ridge gpu=h200]]", _Page, {}, None)

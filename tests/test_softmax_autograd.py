@@ -180,6 +180,27 @@ def test_custom_op_under_torch_compile_has_no_graph_break(seeded):
 # --8<-- [end:test_compile]
 
 
+# Lesson 03 says torch.compile(fullgraph=True) also accepts the two forms
+# without an operator: the autograd.Function, and the launcher called directly.
+@pytest.mark.gpu
+@pytest.mark.parametrize("form", ["autograd_function", "direct_launch"])
+def test_other_forms_under_torch_compile_have_no_graph_break(form, seeded):
+    x = torch.randn(64, 1000, device="cuda", dtype=torch.float32)
+    ref = torch.softmax(x.double(), dim=-1)
+    if form == "direct_launch":  # forward only: a bare launcher has no backward
+        compiled = torch.compile(lambda t: 2.0 * sm.softmax_fwd(t), fullgraph=True)
+        assert_close(compiled(x), 2.0 * ref)
+        return
+    compiled = torch.compile(lambda t: (2.0 * sm.softmax(t)).sum(), fullgraph=True)
+    x.requires_grad_()
+    out = compiled(x)
+    out.backward()
+    x_ref = x.detach().double().requires_grad_()
+    (2.0 * torch.softmax(x_ref, dim=-1)).sum().backward()
+    assert_close(out, (2.0 * ref).sum())
+    assert_close(x.grad, x_ref.grad)
+
+
 @pytest.mark.gpu
 def test_custom_op_passes_opcheck():
     x = torch.randn(8, 100, device="cuda", requires_grad=True)
