@@ -38,7 +38,9 @@ time. Directives, each written in a page's Markdown outside code blocks:
     whole interval: ``>X``/``>=X``, ``<X``/``<=X``, or ``~X`` (the interval
     lies within ±5 % of X). A claim the data makes too close to call fails
     too: it must not be stated as fact. ``value`` may also be
-    ``vs:<bench>``: this benchmark's Triton rate over that one's, row by row.
+    ``vs:<bench>``: this benchmark's Triton rate over that one's, row by row;
+    or ``row:<param>=<v>``: the row's rate over that of the row differing
+    only in <param> (``row:stride=1``: a strided copy against the contiguous).
 
 ``[[plot NAME]]``  (alone on a line)
     The plot of benchmark NAME (rate against size per peer, the roofline as a
@@ -457,7 +459,7 @@ def render_measured(text: str, gpus: list, root: Path) -> str:
         number = f"{_fmt_number(row['results'][peer]['rate'])} {bench['unit']}"
     elif value == "median_ms":
         number = f"{row['results'][peer]['median_ms']:.3g} ms"
-    elif value == "pct_roofline" or value.startswith(("ratio:", "vs:")):
+    elif value == "pct_roofline" or value.startswith(("ratio:", "vs:", "row:")):
         spread, number = _shown(row, bench, value, peer, g)
         if target is not None:
             number += f" ({T.verdict(spread, target)})"
@@ -511,7 +513,14 @@ def _selected_rows(bench: dict, args: dict, name: str, what: str) -> list:
     unknown = set(args) - set(bench["params"]) - {"dtype"}
     if unknown:
         raise ValueError(f"unknown selector(s) {sorted(unknown)} for {name}")
-    rows = [r for r in bench["rows"] if all(_selects(r, k, w) for k, w in args.items())]
+    rows = [
+        r
+        for r in bench["rows"]
+        if all(_selects(r, k, w) for k, w in args.items() if w != "largest")
+    ]
+    for key in [k for k, w in args.items() if w == "largest"]:
+        top = max((r["size"][key] for r in rows), default=None)
+        rows = [r for r in rows if r["size"][key] == top]
     if not rows:
         raise ValueError(f"{what} selects no row of {name}")
     return rows
@@ -562,9 +571,9 @@ def render_claim(text: str, gpus: list, root: Path) -> str:
     if not (gpu_key and value and name and claim):
         raise ValueError("claim needs bench=, gpu=, value= and is=")
     op, x = _parse_claim(claim)
-    if not (value.startswith(("ratio:", "vs:")) or value == "pct_roofline"):
+    if not (value.startswith(("ratio:", "vs:", "row:")) or value == "pct_roofline"):
         raise ValueError(
-            f"claim value must be ratio:, vs: or pct_roofline, not {value!r}"
+            f"claim value must be ratio:, vs:, row: or pct_roofline, not {value!r}"
         )
     g = _one_gpu(gpus, gpu_key)
     # Not measured yet: the claim states nothing, and the page says so.
@@ -663,6 +672,8 @@ def _shown(row: dict, bench: dict, value: str, peer: str, g) -> tuple[T.Spread, 
                 b["q75_ms"] / a["q25_ms"],
             )
         return spread, f"{spread.median:.2f}× {_pm(spread)}"
+    if value.startswith("row:"):
+        return _row_ratio(row, bench, value, peer, g)
     other = value[6:]
     if g.legacy:
         ratio = _ratio(row, other, base=peer)
@@ -671,6 +682,37 @@ def _shown(row: dict, bench: dict, value: str, peer: str, g) -> tuple[T.Spread, 
         spread = T.paired_ratio(row, other, base=peer)
     if spread is None:
         raise ValueError(f"no result for peer {other!r}")
+    return spread, f"{spread.median:.2f}× {_pm(spread)}"
+
+
+def _row_ratio(row: dict, bench: dict, value: str, peer: str, g):
+    """value=row:<param>=<v>: this row's rate over the rate of the row that
+    differs only in <param> (e.g. row:stride=1, a strided copy against the
+    contiguous one). Rows are timed apart, so their intervals compound."""
+    param, sep, wanted = value[4:].partition("=")
+    if not sep or param not in bench["params"]:
+        raise ValueError(f"{value!r}: expected row:<size parameter>=<value>")
+    match = [
+        r
+        for r in bench["rows"]
+        if r["dtype"] == row["dtype"]
+        and str(r["size"][param]) == wanted
+        and all(r["size"][k] == v for k, v in row["size"].items() if k != param)
+    ]
+    if len(match) != 1 or peer not in match[0]["results"]:
+        raise ValueError(
+            f"{value!r}: no {peer} row like {row['size']} with {param}={wanted}"
+        )
+    a, b = row["results"][peer], match[0]["results"][peer]
+    work = row["work"] / match[0]["work"]
+    if g.legacy:
+        spread = _legacy_spread(work * b["median_ms"] / a["median_ms"])
+    else:
+        spread = T.widened(
+            work * b["median_ms"] / a["median_ms"],
+            work * b["q25_ms"] / a["q75_ms"],
+            work * b["q75_ms"] / a["q25_ms"],
+        )
     return spread, f"{spread.median:.2f}× {_pm(spread)}"
 
 

@@ -494,3 +494,28 @@ def test_the_real_pages_fail_to_build_on_data_that_contradicts_them(
 def test_the_real_pages_build_against_the_real_data(tmp_path):
     done = _build_real_site(tmp_path, REPO_ROOT / "data" / "timings")
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_row_value_compares_two_rows_of_one_benchmark(tmp_path):
+    # n = 2^20 moves 256× the bytes of n = 4096 in 2× the time: 128× the rate
+    base = "bench=vector_add gpu=fixture-gpu-a value=row:n_elements=4096"
+    page = (
+        f"M [[measured {base} dtype=float32 n_elements=1048576]].\n\n"
+        f"C [[claim {base} is='>100' n_elements=largest]].\n"
+    )
+    code, html, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
+    assert code == 0, err
+    assert "M 128.00× ±3 %." in html and "C 128.00× ±3 %." in html
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [("row:n_elements=7", "no Triton row like"), ("row:stride=1", "expected row:")],
+)
+def test_row_value_naming_no_row_fails_the_build(tmp_path, value, message):
+    page = (
+        f"[[measured bench=vector_add gpu=fixture-gpu-a value={value} "
+        "dtype=float32 n_elements=4096]]\n"
+    )
+    code, _, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
+    assert code != 0 and message in err
