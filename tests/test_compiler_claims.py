@@ -180,15 +180,18 @@ def test_copy_2d_of_a_view_with_no_unit_stride_loads_one_element_per_lane(facts)
 
 # ----------------------------------------------------- the per-GPU table ---
 def test_the_committed_per_gpu_table_matches_a_fresh_compile():
+    # The table names the triton it was written with (CI's); another version
+    # (the GPU image's) passes if it compiles every cell the same way.
     committed = json.loads((REPO_ROOT / "data" / "codegen.json").read_text())
     fresh = _codegen("table")
-    if committed["triton"] != fresh["triton"]:
-        pytest.fail(
-            f"data/codegen.json was written with triton {committed['triton']}, "
-            f"this is {fresh['triton']}: run python -m triton_course.codegen table "
-            "> data/codegen.json"
-        )
-    assert committed == fresh
+    written_with = committed.pop("triton")
+    this = fresh.pop("triton")
+    assert committed == fresh, (
+        f"triton {this} compiles lesson 01's table differently from the "
+        f"committed one (triton {written_with}): run python -m "
+        "triton_course.codegen table > data/codegen.json, and name both "
+        "versions on the page if they differ"
+    )
 
 
 def test_the_codegen_command_refuses_the_interpreter():

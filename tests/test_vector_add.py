@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+import triton
 from conftest import DEVICE, assert_close, load_snippet, poison_
 
 va = load_snippet("vector_add")
@@ -122,3 +123,44 @@ def test_runs_as_a_script(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "n= 98432: matches PyTorch" in done.stdout
+
+
+# What each launcher check prevents (the page's list), shown with the bare
+# kernel, which has no checks of its own.
+def _bare_add(x, y, out):
+    n = x.numel()
+    va.vector_add_kernel[(triton.cdiv(n, 256),)](x, y, out, n, BLOCK_SIZE=256)
+    return out
+
+
+def test_a_transposed_view_gives_wrong_sums_without_an_error(seeded):
+    x = torch.randn(64, 48, device=DEVICE).t()  # a view, not contiguous
+    y = torch.randn(48, 64, device=DEVICE)
+    out = _bare_add(x, y, torch.empty(48, 64, device=DEVICE))
+    assert not torch.allclose(out, x + y)  # memory order, not the view's
+    assert_close(out, x.t().reshape(48, 64) + y)
+
+
+def test_mixed_dtypes_would_add_correctly(seeded):
+    x = torch.randn(1000, device=DEVICE)
+    y = torch.randn(1000, device=DEVICE).half()
+    out = _bare_add(x, y, torch.empty_like(x))
+    assert_close(out, x + y.float())
+    with pytest.raises(TypeError, match="dtypes differ"):
+        va.vector_add(x, y)  # the launcher refuses it all the same
+
+
+@pytest.mark.gpu  # a CPU tensor given to a real GPU launch
+def test_triton_itself_refuses_a_cpu_tensor_on_a_gpu():
+    x, out = torch.randn(1000, device="cuda"), torch.empty(1000, device="cuda")
+    with pytest.raises(ValueError, match="cannot be accessed"):
+        _bare_add(x, torch.randn(1000), out)
+
+
+@pytest.mark.gpu  # the page's n = 1000 arithmetic, on the caching allocator
+def test_the_allocator_rounds_a_4000_byte_tensor_up_to_4096_bytes():
+    torch.cuda.empty_cache()
+    a = torch.empty(1000, device="cuda")
+    b = torch.empty(1000, device="cuda")
+    assert abs(b.data_ptr() - a.data_ptr()) % 512 == 0
+    assert abs(b.data_ptr() - a.data_ptr()) >= 4096
