@@ -86,6 +86,12 @@ def test_bf16_and_tf32_dots_are_mma_sync_from_sm80(facts, arch):
     assert facts["dot_by_dtype"]["fp32"][arch] == "mma.sync on tf32 operands"
 
 
+@pytest.mark.parametrize("arch", ["80", "90"])
+def test_an_ieee_fp32_dot_runs_on_the_cuda_cores(facts, arch):
+    # lessons 01 and 02: input_precision="ieee" leaves the tensor cores
+    assert facts["dot_fp32_ieee"][arch].startswith("FMA on the CUDA cores")
+
+
 @pytest.mark.parametrize("arch", ["75", "80", "86"])
 def test_fp8_e4m3_is_refused_before_sm89(facts, arch):
     assert facts["dot_by_dtype"]["fp8e4nv"][arch].startswith("refused")

@@ -264,6 +264,10 @@ def facts() -> dict:
         for st in (1, 2, 3)
     }
     out["fp8_sm90"] = {"default": _fp8_dot(0), "promote_every_32": _fp8_dot(32)}
+    out["dot_fp32_ieee"] = {
+        str(a): dot_instruction(dot(a, dtype="fp32", kernel="ieee_dot_kernel")["ptx"])
+        for a in (80, 90)
+    }
     out["dot_by_dtype"] = {
         dt: {str(a): dot_by_dtype(a, dt) for a in ARCHS} for dt in TABLE_DTYPES
     }

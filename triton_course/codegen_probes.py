@@ -119,3 +119,15 @@ def ranged_loop_kernel(
         offs = start + tl.arange(0, BLOCK)
         acc += tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols, other=0.0)
     tl.store(out_ptr + row, tl.sum(acc))
+
+
+@triton.jit
+def ieee_dot_kernel(
+    a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr
+):
+    # fp32 inputs with input_precision="ieee": no tf32 rounding
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    c = tl.dot(a, b, input_precision="ieee")
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
