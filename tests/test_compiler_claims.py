@@ -179,6 +179,16 @@ def test_the_tiled_transpose_turns_its_tile_once_through_shared_memory(facts):
     assert turned["wide_loads"] > 0 and turned["scalar_loads"] == 0
 
 
+def test_softmax_loses_its_wide_loads_when_n_cols_is_not_a_multiple_of_16(facts):
+    # the series softmax page's PTX excerpt, per thread at BLOCK_SIZE 4096
+    wide, narrow = (
+        facts["softmax_fp16_loads"]["4096"],
+        facts["softmax_fp16_loads"]["3000"],
+    )
+    assert wide == {"ld.v4.b32": 2, "ld.b16": 0, "st.v4.b32": 2, "st.b16": 0}
+    assert narrow == {"ld.v4.b32": 0, "ld.b16": 16, "st.v4.b32": 0, "st.b16": 16}
+
+
 def test_copy_2d_of_a_view_with_no_unit_stride_loads_one_element_per_lane(facts):
     hidden = facts["copy_2d"]["x[:, ::2].t()"]
     assert hidden["wide_loads"] == 0 and hidden["scalar_loads"] > 0

@@ -211,6 +211,27 @@ def copy_2d_for(args: dict, kernel="copy_tiles_kernel", block=(32, 128)) -> dict
     }
 
 
+def softmax_loads(n_cols: int) -> dict:
+    """The series softmax kernel, float16, as launched on a row of n_cols
+    (BLOCK_SIZE 4096, 8 warps, row strides = n_cols), compiled for sm_90:
+    its global loads and stores per thread, by width."""
+    kernel = excerpts._load(SNIPPETS / "softmax.py").softmax_kernel
+    sig = {"x_ptr": "*fp16", "out_ptr": "*fp16", "n_cols": "i32",
+           "x_row_stride": "i32", "out_row_stride": "i32",
+           "BLOCK_SIZE": "constexpr"}  # fmt: skip
+    ints = ("n_cols", "x_row_stride", "out_row_stride")
+    aligned = ["x_ptr", "out_ptr"] + ([*ints] if n_cols % 16 == 0 else [])
+    ptx = compile_for(
+        kernel, 90, sig, {"BLOCK_SIZE": 4096}, aligned, num_warps=8
+    )["ptx"]  # fmt: skip
+    found = {}
+    for op in ("ld", "st"):
+        for width in ("v4.b32", "b16"):
+            pattern = rf"\b{op}\.global(?:\.\w+)*?\.{re.escape(width)}\b"
+            found[f"{op}.{width}"] = len(re.findall(pattern, ptx))
+    return found
+
+
 def _k8_error() -> str:
     try:
         dot(80, m=16, n=16, k=8)
@@ -271,6 +292,7 @@ def facts() -> dict:
     out["dot_by_dtype"] = {
         dt: {str(a): dot_by_dtype(a, dt) for a in ARCHS} for dt in TABLE_DTYPES
     }
+    out["softmax_fp16_loads"] = {str(n): softmax_loads(n) for n in (4096, 3000)}
     out["copy_2d"] = {view: copy_2d_for(a) for view, a in COPY_2D_VIEWS.items()}
     out["transpose_tiled"] = copy_2d_for(
         dict(n_rows=16384, n_cols=8192, stride_xr=8192, stride_or=16384),
