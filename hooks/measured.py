@@ -87,7 +87,7 @@ from triton_course import timings as T  # noqa: E402
 from triton_course.runner import plots as P  # noqa: E402
 
 STALE_TEXT = "measured on an earlier version of this kernel"
-_TABLE_RE = re.compile(r"^\[\[timings\s+([\w.-]+)\]\]\s*$")
+_TABLE_RE = re.compile(r"^\[\[timings\s+([\w.-]+)(?:\s+target=([0-9.]+))?\]\]\s*$")
 _PLOT_RE = re.compile(r"^\[\[plot\s+([\w.-]+)\]\]\s*$")
 _CAPTURE_RE = re.compile(r"^\[\[capture\s+([\w.-]+)\]\]\s*$")
 _NOTEBOOK_RE = re.compile(r"^\[\[notebook\s+(\S+\.ipynb)\]\]\s*$")
@@ -282,7 +282,74 @@ def _autotune_note(bench: dict) -> str:
     )
 
 
-def render_timings(name: str, gpus: list, root: Path) -> str:
+def _short_peer(peer: str) -> str:
+    return {"PyTorch eager": "eager", "torch.compile": "compile"}.get(peer, peer)
+
+
+def render_compact(bench: dict, legacy: bool) -> str:
+    """What a reader compares, one line per row: rate, ratio to each other
+    implementation and % of the roofline, with compact ± spreads. Wrapped in
+    a div whose CSS keeps numeric cells on one line (and the table in its box)."""
+    others = [p for p in bench["peers"] if p != "Triton"]
+    # a size parameter with one value in every row is said once, not tabled
+    fixed = [
+        p for p in bench["params"] if len({r["size"][p] for r in bench["rows"]}) == 1
+    ]
+    params = [p for p in bench["params"] if p not in fixed] or bench["params"][:1]
+    fixed = [p for p in fixed if p not in params]
+    head = [*params, "dtype", f"Triton {bench['unit']}"]
+    head += [f"÷ {_short_peer(p)}" for p in others]
+    head.append(f"% {bench['roofline']['name']}")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
+    for row in bench["rows"]:
+        cells = [_fmt_size(row["size"][p]) for p in params] + [row["dtype"]]
+        tri = row["results"].get("Triton")
+        cells.append(_fmt_number(tri["rate"]) if tri else "—")
+        for p in others:
+            ratio = _ratio(row, p)
+            if ratio is None:
+                cells.append("—")
+            elif legacy:
+                cells.append(f"{ratio:.2f}×")
+            else:
+                spread = _pm(T.paired_ratio(row, p)).replace(" %", "%")
+                cells.append(f"{ratio:.2f}× <small>{spread}</small>")
+        pct = _pct_roofline(row, bench)
+        cells.append(f"{pct:.0f} %" if pct is not None else "—")
+        lines.append("| " + " | ".join(cells) + " |")
+    said = ", ".join(f"{p} {_fmt_size(bench['rows'][0]['size'][p])}" for p in fixed)
+    lead = f"In every row: {said}.\n\n" if said else ""
+    table = "\n".join(lines)
+    return f'{lead}<div class="course-timings" markdown>\n\n{table}\n\n</div>'
+
+
+def csv_of(bench: dict) -> str:
+    """Every timing of one benchmark on one GPU, one line per row and peer."""
+    head = [*bench["params"], "dtype", "peer", "median_ms", "q25_ms", "q75_ms",
+            "wall_ms", f"rate_{bench['unit'].replace('/', '_per_')}"]  # fmt: skip
+    out = [",".join(head)]
+    for row in bench["rows"]:
+        for peer, res in row["results"].items():
+            cells = [str(row["size"][p]) for p in bench["params"]]
+            cells += [row["dtype"], f'"{peer}"']
+            cells += [str(res.get(k, "")) for k in ("median_ms", "q25_ms", "q75_ms",
+                                                     "wall_ms", "rate")]  # fmt: skip
+            out.append(",".join(cells))
+    return "\n".join(out) + "\n"
+
+
+def data_urls(g, name: str) -> tuple[str, str]:
+    """Site paths of one GPU's data file and of one benchmark's CSV, which
+    on_post_build writes."""
+    return (
+        f"assets/data/{g.path.name}",
+        f"assets/data/{name}-{g.gpu['slug']}.csv",
+    )
+
+
+def render_timings(
+    name: str, gpus: list, root: Path, page_url: str = "", target=None
+) -> str:
     measured = [g for g in gpus if name in g.benchmarks]
     if not measured:
         return (
@@ -294,14 +361,40 @@ def render_timings(name: str, gpus: list, root: Path) -> str:
     blocks = []
     for g in measured:
         bench = g.benchmarks[name]
-        body = render_table(bench, g.gpu, T.is_stale(bench, root), g.legacy)
-        indented = "\n".join(
-            ("    " + line) if line else "" for line in body.split("\n")
+        stale = T.is_stale(bench, root)
+        _state.setdefault("downloads", {})[(g.path, g.gpu["slug"], name)] = bench
+        body = []
+        if stale:
+            body += _stale_note(bench["snippet"])
+        if g.legacy:
+            body += _legacy_note()
+        # the picture first, drawn from the same data as the table below it
+        svg = P.render_svg(bench, g.gpu, ratio=True, target=target)
+        body.append(
+            f'<div class="course-plot" markdown="0">{" ".join(svg.split())}</div>'
         )
-        # `===!` opens a new tab set even right after another directive's tabs
-        marker = "===!" if not blocks else "==="
-        blocks.append(f'{marker} "{g.label}"\n\n{indented}\n')
-    return "\n".join(blocks)
+        body.append("")
+        body.append(render_compact(bench, g.legacy))
+        body.append("")
+        body.append(
+            f"*{g.gpu['name']}, measured {_date(bench)} with triton "
+            f"{bench['provenance']['triton']} and torch "
+            f"{bench['provenance']['torch']}; "
+            f"÷: Triton's rate over that implementation's. Every timing, the "
+            "method and the data files are in the block below.*"
+        )
+        body.append("")
+        json_url, csv_url = (get_relative_url(u, page_url) for u in data_urls(g, name))
+        full = render_table(bench, g.gpu, False, False if not g.legacy else True)
+        full += (
+            f"\n\nDownload: [{g.path.name}]({json_url}) (everything measured on "
+            f"this GPU) · [{name}-{g.gpu['slug']}.csv]({csv_url}) (this table)"
+        )
+        body.append('??? note "Every timing, how it was measured, and the data"')
+        body.append("")
+        body += [("    " + ln) if ln else "" for ln in full.split("\n")]
+        blocks.append((g.label, "\n".join(body)))
+    return _tabs(blocks)
 
 
 def _tabs(blocks: list[tuple[str, str]]) -> str:
@@ -775,7 +868,8 @@ def on_page_markdown(markdown, page, config, files):
 
     def render(line: str) -> str:
         if m := _TABLE_RE.match(line.strip()):
-            return render_timings(m.group(1), gpus, root)
+            target = float(m.group(2)) if m.group(2) else None
+            return render_timings(m.group(1), gpus, root, page.file.url, target)
         if m := _PLOT_RE.match(line.strip()):
             plots_dir = Path(config["docs_dir"]) / "assets" / "plots"
             return render_plot(m.group(1), gpus, root, plots_dir)
@@ -796,7 +890,14 @@ def on_page_markdown(markdown, page, config, files):
 
 
 def on_post_build(config):
-    """Fail the build naming every claim the data contradicts or cannot decide."""
+    """Publish the data the tables were drawn from (each GPU's JSON and a CSV
+    per table), then fail the build naming every claim the data contradicts
+    or cannot decide."""
+    out = Path(config["site_dir"]) / "assets" / "data"
+    for (path, slug, name), bench in (_state.pop("downloads", None) or {}).items():
+        out.mkdir(parents=True, exist_ok=True)
+        (out / path.name).write_bytes(path.read_bytes())
+        (out / f"{name}-{slug}.csv").write_text(csv_of(bench), encoding="utf-8")
     broken = _state.get("broken_claims") or []
     if broken:
         raise PluginError(

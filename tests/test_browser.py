@@ -164,3 +164,140 @@ def test_pages_load_without_console_errors(page, built_site):
         page.goto(url)
         page.wait_for_load_state("load")
     assert page.console_errors == []
+
+
+# ------------------------------------------------- results at a glance (#14) ---
+def _pages_with_timings(site):
+    return sorted(
+        html.parent.relative_to(site).as_posix() + "/"
+        for html in site.rglob("index.html")
+        if 'class="course-timings"' in html.read_text(encoding="utf-8")
+    )
+
+
+# Per GPU tab of every timing table: the plot before it, its points, the
+# table's width against the content column, and numeric cells on one line.
+_TABS_JS = """() => {
+  const column = document.querySelector('.md-content__inner').clientWidth;
+  const out = [];
+  for (const block of document.querySelectorAll('.tabbed-block')) {
+    const table = block.querySelector(':scope > .course-timings table');
+    if (!table) continue;
+    const plot = block.querySelector(':scope > .course-plot svg');
+    const cells = [...table.querySelectorAll('tbody td')];
+    const wrapped = cells.filter(td => {
+      const line = parseFloat(getComputedStyle(td).lineHeight) || 20;
+      return td.getClientRects().length && td.scrollHeight > 1.8 * line;
+    }).length;
+    out.push({
+      label: (() => {
+        const set = block.closest('.tabbed-set');
+        const i = [...block.parentElement.children].indexOf(block);
+        return set.querySelectorAll('.tabbed-labels label')[i]?.innerText;
+      })(),
+      plot_before_table: !!plot &&
+        (plot.compareDocumentPosition(table) & Node.DOCUMENT_POSITION_FOLLOWING) > 0,
+      points: plot ? plot.querySelectorAll(
+        '.panel:not(.ratio) .series[data-peer="Triton"] .point').length : 0,
+      rows: (() => {  // rows with a Triton rate
+        const i = [...table.querySelectorAll('thead th')]
+          .findIndex(th => th.innerText.startsWith('Triton'));
+        return [...table.querySelectorAll('tbody tr')]
+          .filter(tr => tr.children[i].innerText.trim() !== '—').length;
+      })(),
+      wrapped,
+      width: table.getBoundingClientRect().width, column,
+      box_scrolls: getComputedStyle(table.closest('.md-typeset__scrollwrap')
+        || table.parentElement).overflowX,
+    });
+  }
+  return out;
+}"""
+
+
+def _show_every_tab(page):
+    """Tables in hidden tabs have no layout: open each tab in turn."""
+    results = []
+    for label in page.locator(".tabbed-labels label").all():
+        if label.is_visible():
+            label.click()
+        results += [
+            r for r in page.evaluate(_TABS_JS) if r["width"] > 0 and r not in results
+        ]
+    return results or page.evaluate(_TABS_JS)
+
+
+@pytest.mark.parametrize("scheme", ["default", "slate"])
+def test_every_timing_table_has_its_plot_and_fits_at_1400px(page, built_site, scheme):
+    pages = _pages_with_timings(built_site[0])
+    assert len(pages) >= 8, pages
+    page.set_viewport_size({"width": 1400, "height": 900})
+    for url in pages:
+        page.goto(url)
+        page.evaluate(f"document.body.setAttribute('data-md-color-scheme', '{scheme}')")
+        tabs = _show_every_tab(page)
+        assert tabs, url
+        for tab in tabs:
+            where = f"{url} [{tab['label']}]"
+            assert tab["plot_before_table"], f"{where}: no plot before the table"
+            assert tab["points"] >= tab["rows"], where
+            assert tab["width"] <= tab["column"] + 1, f"{where}: {tab}"
+            assert tab["wrapped"] == 0, f"{where}: numeric cells wrap"
+    assert page.console_errors == []
+
+
+def test_on_a_phone_tables_scroll_in_their_box_not_the_page(page, built_site):
+    page.set_viewport_size({"width": 390, "height": 844})
+    for url in _pages_with_timings(built_site[0]):
+        page.goto(url)
+        for tab in _show_every_tab(page):
+            assert tab["wrapped"] == 0, f"{url}: numeric cells wrap on a phone"
+            assert tab["box_scrolls"] in ("auto", "scroll"), f"{url}: {tab}"
+        page_width = page.evaluate("document.documentElement.scrollWidth")
+        assert page_width <= 390, f"{url} scrolls sideways ({page_width} px)"
+    assert page.console_errors == []
+
+
+def _contrast(a, b):
+    def lum(rgb):
+        chan = [c / 255 for c in rgb]
+        chan = [
+            c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in chan
+        ]
+        return 0.2126 * chan[0] + 0.7152 * chan[1] + 0.0722 * chan[2]
+
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+@pytest.mark.parametrize("scheme", ["default", "slate"])
+def test_plot_text_passes_wcag_aa_in_both_schemes(page, scheme):
+    page.goto("triton-series/tiled-gemm/")
+    page.evaluate(f"document.body.setAttribute('data-md-color-scheme', '{scheme}')")
+    found = page.evaluate(
+        """() => {
+        const rgb = s => s.match(/\\d+(\\.\\d+)?/g).slice(0, 3).map(Number);
+        const bg = rgb(getComputedStyle(document.querySelector('.md-main')
+          .closest('body')).backgroundColor);
+        const texts = [...document.querySelectorAll('.course-plot svg text')]
+          .slice(0, 200);
+        return {bg, fills: texts.map(t => rgb(getComputedStyle(t).fill))};
+    }"""
+    )
+    assert found["fills"], "no plot text on the page"
+    worst = min(_contrast(f, found["bg"]) for f in found["fills"])
+    assert worst >= 4.5, f"plot text contrast {worst:.2f} in {scheme}"
+
+
+def test_data_downloads_are_published_beside_the_tables(page, built_site):
+    page.goto("triton-series/tiled-gemm/")
+    links = page.eval_on_selector_all(
+        ".tabbed-block details a[href$='.json'], .tabbed-block details a[href$='.csv']",
+        "els => els.map(e => e.href)",
+    )
+    assert any(h.endswith(".json") for h in links)
+    assert any(h.endswith(".csv") for h in links)
+    for href in links:
+        response = page.request.get(href)
+        assert response.ok, href
+        assert len(response.body()) > 100, href

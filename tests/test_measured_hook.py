@@ -122,7 +122,8 @@ def build(tmp_path, files: dict, page=PAGE, data_dir="data/timings", extra=""):
         f"extra:\n  timings_dir: {data_dir}\n{extra}"
         f"hooks:\n  - {REPO_ROOT / 'hooks' / 'measured.py'}\n"
         "markdown_extensions: [admonition, tables, attr_list, md_in_html,\n"
-        "  pymdownx.superfences, {pymdownx.tabbed: {alternate_style: true}}]\n"
+        "  pymdownx.details, pymdownx.superfences,\n"
+        "  {pymdownx.tabbed: {alternate_style: true}}]\n"
     )
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", "site"],
@@ -519,3 +520,58 @@ def test_row_value_naming_no_row_fails_the_build(tmp_path, value, message):
     )
     code, _, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
     assert code != 0 and message in err
+
+
+# ------------------------------------------------- results at a glance (#14) ---
+def test_timings_show_plot_then_compact_table_then_the_full_data(tmp_path):
+    page = "# P\n\n[[timings vector_add target=1.1]]\n"
+    code, html, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
+    assert code == 0, err
+    plot, compact = html.find('<div class="course-plot"'), html.find("course-timings")
+    details = html.find("<details")
+    assert 0 <= plot < compact < details, (plot, compact, details)
+    svg = html[plot : html.find("</svg>", plot)]
+    # two Triton points on the rate panel, a ratio panel with parity and target
+    triton = svg[svg.find('data-peer="Triton"') :]
+    assert triton[: triton.find("</g>")].count('class="point"') == 2
+    assert 'class="panel ratio"' in svg and 'class="parity"' in svg
+    assert 'class="target"' in svg and "target 1.1×" in svg
+    # compact: rate, ratio with a compact ±, % of the roofline; no GPU-ms column
+    table = html[compact:details]
+    assert "÷ eager" in table and "% copy bandwidth" in table
+    assert "1.20× <small>±3%</small>" in table and "Triton GPU ms" not in table
+    # the full table and the downloads sit in the collapsed block
+    rest = html[details:]
+    assert "Triton GPU ms" in rest and "interleaved rounds" in rest
+    assert 'href="assets/data/fixture-gpu-a.json"' in rest
+    assert 'href="assets/data/vector_add-fixture-gpu-a.csv"' in rest
+
+
+def test_the_data_behind_each_table_is_published_as_json_and_csv(tmp_path):
+    doc = fixture_doc()
+    code, _, err = build(
+        tmp_path, {"fixture-gpu-a.json": doc}, "[[timings vector_add]]\n"
+    )
+    assert code == 0, err
+    out = tmp_path / "site" / "assets" / "data"
+    assert json.loads((out / "fixture-gpu-a.json").read_text()) == doc
+    lines = (out / "vector_add-fixture-gpu-a.csv").read_text().splitlines()
+    assert lines[0] == (
+        "n_elements,dtype,peer,median_ms,q25_ms,q75_ms,wall_ms,rate_GB_per_s"
+    )
+    assert len(lines) == 1 + 2 * 2  # two rows, two peers each
+    assert lines[1].startswith('4096,float32,"Triton",0.01,')
+
+
+def test_a_size_parameter_fixed_across_rows_is_said_once(tmp_path):
+    doc = fixture_doc()
+    bench = doc["benchmarks"]["vector_add"]
+    bench["params"] = ["batch", "n_elements"]
+    for row in bench["rows"]:
+        row["size"] = {"batch": 4, **row["size"]}
+    code, html, err = build(
+        tmp_path, {"fixture-gpu-a.json": doc}, "[[timings vector_add]]\n"
+    )
+    assert code == 0, err
+    table = html[html.find("course-timings") : html.find("<details")]
+    assert "In every row: batch 4." in html and ">batch<" not in table

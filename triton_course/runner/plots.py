@@ -73,7 +73,7 @@ def _color(peer: str, order: list) -> str:
 
 
 def _marker(kind: str, x: float, y: float, color: str) -> str:
-    fill = f'fill="{color}"'
+    fill = f'class="point" fill="{color}"'
     if kind == "circle":
         return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.2" {fill}/>'
     if kind == "square":
@@ -158,8 +158,8 @@ def _panel(bench: dict, gpu: dict, dtype: str, y0: float) -> list[str]:
     )
     xlabel = params[0] if numeric else " × ".join(params)
     out.append(
-        f'<text x="{LEFT + plot_w / 2:.1f}" y="{y0 + H - 6}" font-size="12" '
-        f'text-anchor="middle" fill="currentColor">{escape(xlabel)}</text>'
+        f'<text x="{W - RIGHT:.1f}" y="{y0 + H - 4}" font-size="12" '
+        f'text-anchor="end" fill="currentColor">{escape(xlabel)}</text>'
     )
     out.append(
         f'<text transform="translate(14,{y0 + TOP + plot_h / 2:.1f}) rotate(-90)" '
@@ -197,14 +197,29 @@ def _panel(bench: dict, gpu: dict, dtype: str, y0: float) -> list[str]:
             dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
             style = f'stroke="{color}" stroke-width="2"{dash_attr}'
             out.append(f'<path d="{d}" fill="none" {style}/>')
+        out.append(f'<g class="series" data-peer="{escape(peer)}">')
         out += [_marker(MARKERS[k % len(MARKERS)], x, y, color) for x, y in pts]
+        out.append("</g>")
+        for r in rows:  # the spread over the runner's rounds, where recorded
+            res = r["results"].get(peer)
+            if res and "q25_ms" in res and res["q25_ms"] > 0 and res["q75_ms"] > 0:
+                scale = res["rate"] * res["median_ms"]  # rate = scale / ms
+                out.append(
+                    _whisker(
+                        px(r),
+                        py(scale / res["q75_ms"]),
+                        py(scale / res["q25_ms"]),
+                        color,
+                    )
+                )
     # legend, top right of the title line
     lx = W - RIGHT
     for k, peer in reversed(list(enumerate(peers))):
         color = _color(peer, bench["peers"])
         text_w = 7 * len(peer) + 24
         lx -= text_w
-        out.append(_marker(MARKERS[k % len(MARKERS)], lx + 6, y0 + 30, color))
+        key = _marker(MARKERS[k % len(MARKERS)], lx + 6, y0 + 30, color)
+        out.append(key.replace('class="point"', 'class="legend-key"'))
         out.append(
             f'<text x="{lx + 14}" y="{y0 + 34}" font-size="11" fill="currentColor">'
             f"{escape(peer)}</text>"
@@ -213,23 +228,188 @@ def _panel(bench: dict, gpu: dict, dtype: str, y0: float) -> list[str]:
     return out
 
 
-def _xtick(x: float, y0: float, plot_h: float, label: str, raw: bool = False) -> str:
-    y = y0 + TOP + plot_h
-    label = label if raw else escape(label)
+def _whisker(x: float, y_top: float, y_bottom: float, color: str) -> str:
+    if y_bottom - y_top < 1.0:  # narrower than a pixel: the marker covers it
+        return ""
     return (
-        f'<line x1="{x:.1f}" y1="{y}" x2="{x:.1f}" y2="{y + 4}" stroke="currentColor"/>'
-        f'<text x="{x:.1f}" y="{y + 17}" font-size="11" text-anchor="middle" '
-        f'fill="currentColor">{label}</text>'
+        f'<path class="spread" d="M{x - 3:.1f},{y_top:.1f} H{x + 3:.1f} '
+        f"M{x:.1f},{y_top:.1f} V{y_bottom:.1f} M{x - 3:.1f},{y_bottom:.1f} "
+        f'H{x + 3:.1f}" stroke="{color}" stroke-width="1.2" fill="none"/>'
     )
 
 
-def render_svg(bench: dict, gpu: dict) -> str:
-    """The whole plot as one line of SVG (safe to inline in Markdown)."""
+def best_peer(row: dict) -> str | None:
+    """The fastest peer that is not a Triton kernel: what Triton is judged by."""
+    others = [
+        (res["rate"], name)
+        for name, res in row["results"].items()
+        if not name.startswith("Triton")
+    ]
+    return max(others)[1] if others else None
+
+
+def ratio_points(bench: dict, dtype: str) -> list[dict]:
+    """Per row of one dtype: Triton ÷ best peer, with the round-by-round
+    interval where the data has rounds (else low = high = the ratio)."""
+    from triton_course import timings as T
+
+    points = []
+    for r in bench["rows"]:
+        if r["dtype"] != dtype or "Triton" not in r["results"]:
+            continue
+        peer = best_peer(r)
+        if peer is None:
+            continue
+        tri, other = r["results"]["Triton"], r["results"][peer]
+        ratio = other["median_ms"] / tri["median_ms"]
+        spread = T.paired_ratio(r, peer) if "rounds_ms" in tri else None
+        low, high = (spread.low, spread.high) if spread else (ratio, ratio)
+        points.append(
+            {"row": r, "peer": peer, "ratio": ratio, "low": low, "high": high}
+        )
+    return points
+
+
+def _ratio_panel(bench: dict, gpu: dict, dtype: str, y0: float, target) -> list[str]:
+    params = bench["params"]
+    points = ratio_points(bench, dtype)
+    if not points:
+        return []
+    top = max([1.0, target or 0.0] + [p["high"] for p in points]) * 1.1
+    step = _nice_step(top)
+    ymax = step * math.ceil(top / step)
+    plot_w, plot_h = W - LEFT - RIGHT, H - TOP - BOTTOM
+    numeric = len(params) == 1 and all(p["row"]["size"][params[0]] > 0 for p in points)
+    if numeric:
+        xs = sorted({math.log2(p["row"]["size"][params[0]]) for p in points})
+    else:
+        labels = []
+        for p in points:
+            lab = _size_label(p["row"]["size"], params)
+            if lab not in labels:
+                labels.append(lab)
+        xs = list(range(len(labels)))
+    lo, span = xs[0], (xs[-1] - xs[0]) or 1.0
+
+    def px(row) -> float:
+        v = (
+            math.log2(row["size"][params[0]])
+            if numeric
+            else labels.index(_size_label(row["size"], params))
+        )
+        return LEFT + (v - lo) / span * plot_w
+
+    def py(v: float) -> float:
+        return y0 + TOP + plot_h * (1 - v / ymax)
+
+    out = [f'<g class="panel ratio" data-dtype="{escape(dtype)}">']
+    title = f"Triton ÷ the fastest other implementation — {dtype}"
+    out.append(
+        f'<text x="{LEFT}" y="{y0 + 16}" font-size="14" font-weight="600" '
+        f'fill="currentColor">{escape(title)}</text>'
+    )
+    tick = 0.0
+    while tick <= ymax + 1e-9:
+        y = py(tick)
+        out.append(
+            f'<line x1="{LEFT}" y1="{y:.1f}" x2="{W - RIGHT}" y2="{y:.1f}" '
+            'stroke="currentColor" stroke-opacity="0.15"/>'
+        )
+        out.append(
+            f'<text x="{LEFT - 6}" y="{y + 4:.1f}" font-size="11" text-anchor="end" '
+            f'fill="currentColor">{_fmt_tick(round(tick, 6))}×</text>'
+        )
+        tick += step
+    if numeric:
+        for v in xs:
+            lab = (
+                f'2<tspan dy="-5" font-size="8">{int(v)}</tspan>'
+                if v == int(v)
+                else escape(f"{2**v:.0f}")
+            )
+            out.append(
+                _xtick(LEFT + (v - lo) / span * plot_w, y0, plot_h, lab, raw=True)
+            )
+    else:
+        for i, lab in enumerate(labels):
+            out.append(_xtick(LEFT + (i - lo) / span * plot_w, y0, plot_h, lab))
+    out.append(
+        f'<path d="M{LEFT},{y0 + TOP} V{y0 + TOP + plot_h} H{W - RIGHT}" '
+        'fill="none" stroke="currentColor" stroke-width="1"/>'
+    )
+    xlabel = params[0] if numeric else " × ".join(params)
+    out.append(
+        f'<text x="{W - RIGHT:.1f}" y="{y0 + H - 4}" font-size="12" '
+        f'text-anchor="end" fill="currentColor">{escape(xlabel)}</text>'
+    )
+    out.append(
+        f'<text transform="translate(14,{y0 + TOP + plot_h / 2:.1f}) rotate(-90)" '
+        'font-size="12" text-anchor="middle" fill="currentColor">Triton ÷ peer</text>'
+    )
+    for value, name, dash in ((1.0, "parity", "8 4"), (target, "target", "2 3")):
+        if value is None:
+            continue
+        y = py(value)
+        out.append(
+            f'<line class="{name}" x1="{LEFT}" y1="{y:.1f}" x2="{W - RIGHT}" '
+            f'y2="{y:.1f}" stroke="currentColor" stroke-width="1.5" '
+            f'stroke-dasharray="{dash}" stroke-opacity="0.7"/>'
+        )
+        out.append(
+            f'<text x="{W - RIGHT - 4}" y="{y - 5:.1f}" font-size="11" '
+            f'text-anchor="end" fill="currentColor">{name} {value:g}×</text>'
+        )
+    color = PEER_COLORS["Triton"]
+    pts = sorted((px(p["row"]), py(p["ratio"]), p) for p in points)
+    if len(pts) > 1:
+        d = " ".join(
+            f"{'M' if i == 0 else 'L'}{x:.1f},{y:.1f}"
+            for i, (x, y, _) in enumerate(pts)
+        )
+        out.append(f'<path d="{d}" fill="none" stroke="{color}" stroke-width="2"/>')
+    for x, y, p in pts:
+        out.append(_marker("circle", x, y, color))
+        out.append(_whisker(x, py(p["high"]), py(p["low"]), color))
+    peers = sorted({p["peer"] for p in points})
+    out.append(
+        f'<text x="{W - RIGHT}" y="{y0 + 34}" font-size="11" text-anchor="end" '
+        f'fill="currentColor">fastest other: {escape(", ".join(peers))}</text>'
+    )
+    out.append("</g>")
+    return out
+
+
+def _xtick(x: float, y0: float, plot_h: float, label: str, raw: bool = False) -> str:
+    """A tick and its label; a categorical label (several size parameters,
+    raw=False) is slanted so that neighbours never overlap."""
+    y = y0 + TOP + plot_h
+    tick = (
+        f'<line x1="{x:.1f}" y1="{y}" x2="{x:.1f}" y2="{y + 4}" stroke="currentColor"/>'
+    )
+    if raw:
+        return tick + (
+            f'<text x="{x:.1f}" y="{y + 17}" font-size="11" text-anchor="middle" '
+            f'fill="currentColor">{label}</text>'
+        )
+    return tick + (
+        f'<text transform="translate({x + 3:.1f},{y + 11}) rotate(-20)" '
+        f'font-size="9" text-anchor="end" fill="currentColor">{escape(label)}</text>'
+    )
+
+
+def render_svg(bench: dict, gpu: dict, ratio: bool = False, target=None) -> str:
+    """The whole plot as one line of SVG (safe to inline in Markdown).
+
+    ratio=True adds, per dtype, a panel of Triton's rate over the fastest
+    other implementation at each size, with parity and ``target`` lines."""
     dtypes = []
     for r in bench["rows"]:
         if r["dtype"] not in dtypes:
             dtypes.append(r["dtype"])
-    height = H * len(dtypes)
+    panels = [(_panel, d) for d in dtypes]
+    if ratio:
+        panels += [(_ratio_panel, d) for d in dtypes if ratio_points(bench, d)]
+    height = H * len(panels)
     label = f"{bench['title']}: {bench['unit']} against size on {gpu['name']}"
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {height}" '
@@ -237,7 +417,10 @@ def render_svg(bench: dict, gpu: dict) -> str:
         'font-family="system-ui, sans-serif" class="course-plot-svg">',
         f"<title>{escape(label)}</title>",
     ]
-    for i, dtype in enumerate(dtypes):
-        parts += _panel(bench, gpu, dtype, i * H)
+    for i, (draw, dtype) in enumerate(panels):
+        if draw is _ratio_panel:
+            parts += _ratio_panel(bench, gpu, dtype, i * H, target)
+        else:
+            parts += _panel(bench, gpu, dtype, i * H)
     parts.append("</svg>")
     return "".join(parts) + "\n"
