@@ -69,6 +69,7 @@ closer is judged too close to call.
 
 from __future__ import annotations
 
+import html
 import posixpath
 import re
 import shlex
@@ -158,15 +159,19 @@ def _pm(spread: T.Spread) -> str:
     return f"±{100 * spread.rel_half_width:.0f} %"
 
 
-def render_table(bench: dict, gpu: dict, stale: bool, legacy: bool = False) -> str:
+def render_table(
+    bench: dict, gpu: dict, stale: bool, legacy: bool = False, ratios: bool = True
+) -> str:
+    """The full table. ratios=False leaves out the ratio and roofline columns
+    (under a compact table, which has them)."""
     unit = bench["unit"]
     peers = bench["peers"]
-    others = [p for p in peers if p != "Triton"]
+    others = [p for p in peers if p != "Triton"] if ratios else []
     time_head = "Triton ms (p20–p80)" if legacy else "Triton GPU ms"
     head = [*bench["params"], "dtype", time_head]
     head += [f"{p} {unit}" for p in peers]
     head += [f"Triton ÷ {p}" for p in others]
-    head += [f"Triton % of {bench['roofline']['name']}"]
+    head += [f"Triton % of {bench['roofline']['name']}"] if ratios else []
     lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
     launch_bound = 0
     for row in bench["rows"]:
@@ -196,8 +201,9 @@ def render_table(bench: dict, gpu: dict, stale: bool, legacy: bool = False) -> s
                 cells.append(f"{ratio:.2f}×")
             else:
                 cells.append(f"{ratio:.2f}× {_pm(T.paired_ratio(row, p))}")
-        pct = _pct_roofline(row, bench)
-        cells.append(f"{pct:.0f} %" if pct is not None else "—")
+        if ratios:
+            pct = _pct_roofline(row, bench)
+            cells.append(f"{pct:.0f} %" if pct is not None else "—")
         lines.append("| " + " | ".join(cells) + " |")
 
     prov = bench["provenance"]
@@ -300,7 +306,7 @@ def render_compact(bench: dict, legacy: bool) -> str:
     head = [*params, "dtype", f"Triton {bench['unit']}"]
     head += [f"÷ {_short_peer(p)}" for p in others]
     head.append(f"% {bench['roofline']['name']}")
-    lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
+    lines = []
     for row in bench["rows"]:
         cells = [_fmt_size(row["size"][p]) for p in params] + [row["dtype"]]
         tri = row["results"].get("Triton")
@@ -316,11 +322,15 @@ def render_compact(bench: dict, legacy: bool) -> str:
                 cells.append(f"{ratio:.2f}× <small>{spread}</small>")
         pct = _pct_roofline(row, bench)
         cells.append(f"{pct:.0f} %" if pct is not None else "—")
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     said = ", ".join(f"{p} {_fmt_size(bench['rows'][0]['size'][p])}" for p in fixed)
     lead = f"In every row: {said}.\n\n" if said else ""
-    table = "\n".join(lines)
-    return f'{lead}<div class="course-timings" markdown>\n\n{table}\n\n</div>'
+    # raw HTML: Markdown passes it through untouched, which keeps builds fast
+    thead = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    return (
+        f'{lead}<div class="course-timings"><table><thead><tr>{thead}</tr>'
+        f"</thead><tbody>{''.join(lines)}</tbody></table></div>"
+    )
 
 
 def csv_of(bench: dict) -> str:
@@ -368,11 +378,13 @@ def render_timings(
             body += _stale_note(bench["snippet"])
         if g.legacy:
             body += _legacy_note()
-        # the picture first, drawn from the same data as the table below it
+        # The picture first, drawn from the same data as the table below it.
+        # Only a placeholder goes through Markdown and the search indexer:
+        # on_post_page puts the SVG in (parsing it twice cost a second a build).
         svg = P.render_svg(bench, g.gpu, ratio=True, target=target)
-        body.append(
-            f'<div class="course-plot" markdown="0">{" ".join(svg.split())}</div>'
-        )
+        key = f"{name}-{g.gpu['slug']}-{len(_state.setdefault('svgs', {}))}"
+        _state["svgs"][key] = " ".join(svg.split())
+        body.append(f'<div class="course-plot" data-plot="{key}"></div>')
         body.append("")
         body.append(render_compact(bench, g.legacy))
         body.append("")
@@ -385,7 +397,7 @@ def render_timings(
         )
         body.append("")
         json_url, csv_url = (get_relative_url(u, page_url) for u in data_urls(g, name))
-        full = render_table(bench, g.gpu, False, False if not g.legacy else True)
+        full = render_table(bench, g.gpu, False, g.legacy, ratios=False)
         full += (
             f"\n\nDownload: [{g.path.name}]({json_url}) (everything measured on "
             f"this GPU) · [{name}-{g.gpu['slug']}.csv]({csv_url}) (this table)"
@@ -886,6 +898,20 @@ def on_page_markdown(markdown, page, config, files):
         page,
         render,
         collect=(ClaimError, _state.setdefault("broken_claims", [])),
+    )
+
+
+_PLOT_SLOT_RE = re.compile(r'<div class="course-plot" data-plot="([^"]+)"></div>')
+
+
+def on_post_page(output, page, config):
+    svgs = _state.get("svgs", {})
+    return _PLOT_SLOT_RE.sub(
+        lambda m: (
+            f'<div class="course-plot" data-plot="{m.group(1)}">'
+            f"{svgs.pop(m.group(1))}</div>"
+        ),
+        output,
     )
 
 
