@@ -48,12 +48,17 @@ def bf16_arithmetic(device="cpu") -> dict:
 
 
 def out_of_bounds(device="cpu") -> dict:
-    x, out = torch.randn(10, device=device), torch.empty(10, device=device)
+    # 10-element tensors cut from 32-element buffers: the 6 stray elements of
+    # a 16-wide block land in a guard region this process owns (writing past
+    # a real allocation corrupts the heap), poisoned so that a write shows.
+    x_buf = torch.randn(32, device=device)
+    out_buf = torch.full((32,), float("nan"), device=device)
     try:
-        _copy_kernel[(1,)](x, out, BLOCK=16)
+        _copy_kernel[(1,)](x_buf[:10], out_buf[:10], BLOCK=16)
     except Exception as exc:  # noqa: BLE001 - what it raises is the finding
         return {"raised": type(exc).__name__}
-    return {"raised": None}
+    stray = out_buf[10:16]
+    return {"raised": None, "stray_writes": int((stray == x_buf[10:16]).sum())}
 
 
 def autotune(device="cpu") -> dict:

@@ -255,6 +255,17 @@ def test_on_a_phone_tables_scroll_in_their_box_not_the_page(page, built_site):
             assert tab["box_scrolls"] in ("auto", "scroll"), f"{url}: {tab}"
         page_width = page.evaluate("document.documentElement.scrollWidth")
         assert page_width <= 390, f"{url} scrolls sideways ({page_width} px)"
+        # plots keep readable text (11 SVG units ≥ 9 px) and scroll in their box
+        plots = page.evaluate(
+            """() => [...document.querySelectorAll('.course-plot > svg')]
+              .filter(s => s.getClientRects().length)
+              .map(s => [s.getBoundingClientRect().width / s.viewBox.baseVal.width,
+                         getComputedStyle(s.parentElement).overflowX])"""
+        )
+        assert plots, url
+        for scale, overflow in plots:
+            assert 11 * scale >= 9, f"{url}: plot text {11 * scale:.1f} px"
+            assert overflow in ("auto", "scroll"), url
     assert page.console_errors == []
 
 
