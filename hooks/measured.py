@@ -112,6 +112,8 @@ class ClaimError(ValueError):
 
 def on_config(config):
     _state["broken_claims"] = []
+    _state["svgs"] = {}  # plot placeholder -> SVG, filled in on_post_page
+    _state["downloads"] = {}  # (data file, slug, bench) -> bench, for on_post_build
     try:
         _state["gpus"] = T.load_for_site(config)
     except T.TimingDataError as exc:
@@ -159,19 +161,15 @@ def _pm(spread: T.Spread) -> str:
     return f"±{100 * spread.rel_half_width:.0f} %"
 
 
-def render_table(
-    bench: dict, gpu: dict, stale: bool, legacy: bool = False, ratios: bool = True
-) -> str:
-    """The full table. ratios=False leaves out the ratio and roofline columns
-    (under a compact table, which has them)."""
+def render_table(bench: dict, gpu: dict, legacy: bool = False) -> str:
+    """The full table under a compact one (which has the ratio and roofline
+    columns): Triton's GPU time with its spread, every peer's rate, and the
+    caption with provenance and method."""
     unit = bench["unit"]
     peers = bench["peers"]
-    others = [p for p in peers if p != "Triton"] if ratios else []
     time_head = "Triton ms (p20–p80)" if legacy else "Triton GPU ms"
     head = [*bench["params"], "dtype", time_head]
     head += [f"{p} {unit}" for p in peers]
-    head += [f"Triton ÷ {p}" for p in others]
-    head += [f"Triton % of {bench['roofline']['name']}"] if ratios else []
     lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
     launch_bound = 0
     for row in bench["rows"]:
@@ -193,17 +191,6 @@ def render_table(
         for p in peers:
             r = row["results"].get(p)
             cells.append(_fmt_number(r["rate"]) if r else "—")
-        for p in others:
-            ratio = _ratio(row, p)
-            if ratio is None:
-                cells.append("—")
-            elif legacy:
-                cells.append(f"{ratio:.2f}×")
-            else:
-                cells.append(f"{ratio:.2f}× {_pm(T.paired_ratio(row, p))}")
-        if ratios:
-            pct = _pct_roofline(row, bench)
-            cells.append(f"{pct:.0f} %" if pct is not None else "—")
         lines.append("| " + " | ".join(cells) + " |")
 
     prov = bench["provenance"]
@@ -238,18 +225,7 @@ def render_table(
         f" per call; the roofline, {roof['name']} = {_fmt_number(roof['value'])} "
         f"{roof['unit']}, was measured in the same run.*"
     )
-    out = []
-    if stale:
-        out += [
-            f'!!! warning "{STALE_TEXT.capitalize()}"',
-            f"    `{bench['snippet']}` has changed since these numbers were taken; "
-            "the GPU runner will measure it again before the next publish.",
-            "",
-        ]
-    if legacy:
-        out += _legacy_note()
-    out += lines + ["", caption]
-    return "\n".join(out)
+    return "\n".join([*lines, "", caption])
 
 
 def _legacy_note() -> list[str]:
@@ -372,7 +348,7 @@ def render_timings(
     for g in measured:
         bench = g.benchmarks[name]
         stale = T.is_stale(bench, root)
-        _state.setdefault("downloads", {})[(g.path, g.gpu["slug"], name)] = bench
+        _state["downloads"][(g.path, g.gpu["slug"], name)] = bench
         body = []
         if stale:
             body += _stale_note(bench["snippet"])
@@ -382,7 +358,7 @@ def render_timings(
         # Only a placeholder goes through Markdown and the search indexer:
         # on_post_page puts the SVG in (parsing it twice cost a second a build).
         svg = P.render_svg(bench, g.gpu, ratio=True, target=target)
-        key = f"{name}-{g.gpu['slug']}-{len(_state.setdefault('svgs', {}))}"
+        key = f"{name}-{g.gpu['slug']}-{len(_state['svgs'])}"
         _state["svgs"][key] = " ".join(svg.split())
         body.append(f'<div class="course-plot" data-plot="{key}"></div>')
         body.append("")
@@ -397,7 +373,7 @@ def render_timings(
         )
         body.append("")
         json_url, csv_url = (get_relative_url(u, page_url) for u in data_urls(g, name))
-        full = render_table(bench, g.gpu, False, g.legacy, ratios=False)
+        full = render_table(bench, g.gpu, g.legacy)
         full += (
             f"\n\nDownload: [{g.path.name}]({json_url}) (everything measured on "
             f"this GPU) · [{name}-{g.gpu['slug']}.csv]({csv_url}) (this table)"
@@ -513,13 +489,18 @@ def _select_row(bench: dict, args: dict) -> dict:
             continue
         wanted = args[param]
         if wanted == "largest":
-            top = max(r["size"][param] for r in rows) if rows else None
-            rows = [r for r in rows if r["size"][param] == top]
+            rows = _keep_largest(rows, param)
         else:
             rows = [r for r in rows if str(r["size"][param]) == wanted]
     if len(rows) != 1:
         raise ValueError(f"selects {len(rows)} rows; name every size parameter")
     return rows[0]
+
+
+def _keep_largest(rows: list, param: str) -> list:
+    """The rows whose size parameter `param` is the largest (selector "largest")."""
+    top = max((r["size"][param] for r in rows), default=None)
+    return [r for r in rows if r["size"][param] == top]
 
 
 # gpu.<name> values computed from a recorded field: name -> (field, divisor, unit)
@@ -624,8 +605,7 @@ def _selected_rows(bench: dict, args: dict, name: str, what: str) -> list:
         if all(_selects(r, k, w) for k, w in args.items() if w != "largest")
     ]
     for key in [k for k, w in args.items() if w == "largest"]:
-        top = max((r["size"][key] for r in rows), default=None)
-        rows = [r for r in rows if r["size"][key] == top]
+        rows = _keep_largest(rows, key)
     if not rows:
         raise ValueError(f"{what} selects no row of {name}")
     return rows
@@ -767,15 +747,7 @@ def _shown(row: dict, bench: dict, value: str, peer: str, g) -> tuple[T.Spread, 
         ]
         if not match or peer not in row["results"] or peer not in match[0]["results"]:
             raise ValueError(f"{value[3:]} has no {peer} row like {row['size']}")
-        a, b = row["results"][peer], match[0]["results"][peer]
-        if g.legacy:
-            spread = _legacy_spread(b["median_ms"] / a["median_ms"])
-        else:  # two benchmarks, not interleaved: the intervals compound
-            spread = T.widened(
-                b["median_ms"] / a["median_ms"],
-                b["q25_ms"] / a["q75_ms"],
-                b["q75_ms"] / a["q25_ms"],
-            )
+        spread = _apart_ratio(row["results"][peer], match[0]["results"][peer], g)
         return spread, f"{spread.median:.2f}× {_pm(spread)}"
     if value.startswith("row:"):
         return _row_ratio(row, bench, value, peer, g)
@@ -808,17 +780,21 @@ def _row_ratio(row: dict, bench: dict, value: str, peer: str, g):
         raise ValueError(
             f"{value!r}: no {peer} row like {row['size']} with {param}={wanted}"
         )
-    a, b = row["results"][peer], match[0]["results"][peer]
     work = row["work"] / match[0]["work"]
-    if g.legacy:
-        spread = _legacy_spread(work * b["median_ms"] / a["median_ms"])
-    else:
-        spread = T.widened(
-            work * b["median_ms"] / a["median_ms"],
-            work * b["q25_ms"] / a["q75_ms"],
-            work * b["q75_ms"] / a["q25_ms"],
-        )
+    spread = _apart_ratio(row["results"][peer], match[0]["results"][peer], g, work)
     return spread, f"{spread.median:.2f}× {_pm(spread)}"
+
+
+def _apart_ratio(a: dict, b: dict, g, work: float = 1.0) -> T.Spread:
+    """Result a's rate over result b's (a's work = `work` × b's), for two
+    results timed apart, not interleaved: their intervals compound."""
+    if g.legacy:
+        return _legacy_spread(work * b["median_ms"] / a["median_ms"])
+    return T.widened(
+        work * b["median_ms"] / a["median_ms"],
+        work * b["q25_ms"] / a["q75_ms"],
+        work * b["q75_ms"] / a["q25_ms"],
+    )
 
 
 def _selects(row: dict, key: str, wanted: str) -> bool:
@@ -920,9 +896,12 @@ def on_post_build(config):
     per table), then fail the build naming every claim the data contradicts
     or cannot decide."""
     out = Path(config["site_dir"]) / "assets" / "data"
-    for (path, slug, name), bench in (_state.pop("downloads", None) or {}).items():
+    downloads = _state.get("downloads") or {}
+    if downloads:
         out.mkdir(parents=True, exist_ok=True)
+    for path in {path for path, _, _ in downloads}:
         (out / path.name).write_bytes(path.read_bytes())
+    for (_, slug, name), bench in downloads.items():
         (out / f"{name}-{slug}.csv").write_text(csv_of(bench), encoding="utf-8")
     broken = _state.get("broken_claims") or []
     if broken:

@@ -275,10 +275,15 @@ def _fmt(value: float) -> str:
     return f"{value:.3g}"
 
 
+def _matching(gpus: list, key: str) -> list:
+    """The data files whose GPU slug contains `key` (gpu=h100)."""
+    return [g for g in gpus if key.lower() in g.gpu["slug"].lower()]
+
+
 def render_roofline(text: str, gpus: list) -> str:
     args = _parse_args(text)
     key = args["gpu"]
-    matches = [g for g in gpus if key.lower() in g.gpu["slug"].lower()]
+    matches = _matching(gpus, key)
     if len(matches) > 1:
         raise ValueError(f"gpu={key!r} matches several data files")
     if not matches:
@@ -344,7 +349,7 @@ def render_ridge(text: str, gpus: list) -> str:
     args = dict(part.partition("=")[::2] for part in text.split())
     if set(args) - {"gpu", "above"} or "gpu" not in args:
         raise ValueError(f"ridge takes gpu= and above=; got {text!r}")
-    matches = [g for g in gpus if args["gpu"].lower() in g.gpu["slug"].lower()]
+    matches = _matching(gpus, args["gpu"])
     if len(matches) != 1:
         raise ValueError(f"ridge: gpu={args['gpu']!r} matches {len(matches)} files")
     bandwidth, peak = ceilings(matches[0].benchmarks)

@@ -14,6 +14,7 @@ Must run without TRITON_INTERPRET (the interpreter replaces every kernel).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -59,6 +60,7 @@ def compile_for(kernel, arch, signature, constexprs=None, aligned=(), **options)
         ).asm
 
 
+@functools.cache  # facts() asks for some targets several times
 def dot(arch, m=64, n=64, k=32, dtype="fp16", kernel="dot_kernel"):
     sig = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}", "c_ptr": "*fp32",
            "M": "constexpr", "N": "constexpr", "K": "constexpr"}  # fmt: skip
@@ -185,7 +187,9 @@ COPY_2D_VIEWS = {
 }  # fmt: skip
 
 
-def copy_2d_for(args: dict, kernel="copy_tiles_kernel", block=(32, 128)) -> dict:
+def memory_access_loads(
+    args: dict, kernel="copy_tiles_kernel", block=(32, 128)
+) -> dict:
     """A kernel of lesson 03's memory_access.py, specialised as a launch with
     `args` is: an integer equal to 1 becomes the constant 1, one divisible by
     16 is marked so (what Triton's launcher does), compiled for sm_90."""
@@ -293,8 +297,8 @@ def facts() -> dict:
         dt: {str(a): dot_by_dtype(a, dt) for a in ARCHS} for dt in TABLE_DTYPES
     }
     out["softmax_fp16_loads"] = {str(n): softmax_loads(n) for n in (4096, 3000)}
-    out["copy_2d"] = {view: copy_2d_for(a) for view, a in COPY_2D_VIEWS.items()}
-    out["transpose_tiled"] = copy_2d_for(
+    out["copy_2d"] = {view: memory_access_loads(a) for view, a in COPY_2D_VIEWS.items()}
+    out["transpose_tiled"] = memory_access_loads(
         dict(n_rows=16384, n_cols=8192, stride_xr=8192, stride_or=16384),
         kernel="transpose_tiled_kernel", block=(64, 64),
     )  # fmt: skip

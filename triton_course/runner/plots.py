@@ -86,49 +86,42 @@ def _marker(kind: str, x: float, y: float, color: str) -> str:
     return f'<polygon points="{pts}" {fill}/>'
 
 
-def _panel(bench: dict, gpu: dict, dtype: str, y0: float) -> list[str]:
-    params = bench["params"]
-    rows = [r for r in bench["rows"] if r["dtype"] == dtype]
-    peers = [p for p in bench["peers"] if any(p in r["results"] for r in rows)]
-    roof = bench["roofline"]["value"]
-    top = max([roof] + [r["results"][p]["rate"] for r in rows for p in r["results"]])
-    step = _nice_step(top * 1.05)
-    ymax = step * math.ceil(top * 1.05 / step)
+def _frame(
+    out: list, params: list, sizes: list, y0: float, ymax: float, step: float,
+    title: str, ylabel: str, suffix: str = "",
+):  # fmt: skip
+    """Draw one panel's title, grid, y ticks, x ticks and axis labels into
+    `out`; return (px, py): a row's size to x, a value to y. One size
+    parameter: log2 x axis; several: evenly spaced categories."""
     plot_w, plot_h = W - LEFT - RIGHT, H - TOP - BOTTOM
-
-    numeric = len(params) == 1 and all(r["size"][params[0]] > 0 for r in rows)
+    numeric = len(params) == 1 and all(size[params[0]] > 0 for size in sizes)
+    labels: list = []
     if numeric:
-        xs_raw = sorted({math.log2(r["size"][params[0]]) for r in rows})
+        xs = sorted({math.log2(size[params[0]]) for size in sizes})
     else:
-        labels = []
-        for r in rows:
-            lab = _size_label(r["size"], params)
-            if lab not in labels:
+        for size in sizes:
+            if (lab := _size_label(size, params)) not in labels:
                 labels.append(lab)
-        xs_raw = list(range(len(labels)))
-    lo, hi = xs_raw[0], xs_raw[-1]
-    span = hi - lo or 1.0
+        xs = list(range(len(labels)))
+    lo, span = xs[0], (xs[-1] - xs[0]) or 1.0
 
-    def px(row) -> float:
+    def px(size: dict) -> float:
         v = (
-            math.log2(row["size"][params[0]])
+            math.log2(size[params[0]])
             if numeric
-            else labels.index(_size_label(row["size"], params))
+            else labels.index(_size_label(size, params))
         )
         return LEFT + (v - lo) / span * plot_w
 
-    def py(rate: float) -> float:
-        return y0 + TOP + plot_h * (1 - rate / ymax)
+    def py(value: float) -> float:
+        return y0 + TOP + plot_h * (1 - value / ymax)
 
-    out = [f'<g class="panel" data-dtype="{escape(dtype)}">']
-    title = f"{bench['title']} — {dtype}"
     out.append(
         f'<text x="{LEFT}" y="{y0 + 16}" font-size="14" font-weight="600" '
         f'fill="currentColor">{escape(title)}</text>'
     )
-    # grid and y ticks
     tick = 0.0
-    while tick <= ymax + 1e-9:
+    while tick <= ymax + 1e-9:  # grid and y ticks
         y = py(tick)
         out.append(
             f'<line x1="{LEFT}" y1="{y:.1f}" x2="{W - RIGHT}" y2="{y:.1f}" '
@@ -136,22 +129,18 @@ def _panel(bench: dict, gpu: dict, dtype: str, y0: float) -> list[str]:
         )
         out.append(
             f'<text x="{LEFT - 6}" y="{y + 4:.1f}" font-size="11" text-anchor="end" '
-            f'fill="currentColor">{_fmt_tick(tick)}</text>'
+            f'fill="currentColor">{_fmt_tick(round(tick, 6))}{suffix}</text>'
         )
         tick += step
-    # x ticks
-    if numeric:
-        for v in xs_raw:
-            x = LEFT + (v - lo) / span * plot_w
-            if v == int(v):
-                lab = f'2<tspan dy="-5" font-size="8">{int(v)}</tspan>'
-            else:
-                lab = escape(f"{2**v:.0f}")
+    for i, v in enumerate(xs):  # x ticks
+        x = LEFT + (v - lo) / span * plot_w
+        if not numeric:
+            out.append(_xtick(x, y0, plot_h, labels[i]))
+        elif v == int(v):
+            lab = f'2<tspan dy="-5" font-size="8">{int(v)}</tspan>'
             out.append(_xtick(x, y0, plot_h, lab, raw=True))
-    else:
-        for i, lab in enumerate(labels):
-            out.append(_xtick(LEFT + (i - lo) / span * plot_w, y0, plot_h, lab))
-    # axes
+        else:
+            out.append(_xtick(x, y0, plot_h, escape(f"{2**v:.0f}"), raw=True))
     out.append(
         f'<path d="M{LEFT},{y0 + TOP} V{y0 + TOP + plot_h} H{W - RIGHT}" '
         'fill="none" stroke="currentColor" stroke-width="1"/>'
@@ -163,9 +152,25 @@ def _panel(bench: dict, gpu: dict, dtype: str, y0: float) -> list[str]:
     )
     out.append(
         f'<text transform="translate(14,{y0 + TOP + plot_h / 2:.1f}) rotate(-90)" '
-        f'font-size="12" text-anchor="middle" fill="currentColor">'
-        f"{escape(bench['unit'])}</text>"
+        'font-size="12" text-anchor="middle" fill="currentColor">'
+        f"{escape(ylabel)}</text>"
     )
+    return px, py
+
+
+def _panel(bench: dict, gpu: dict, dtype: str, y0: float) -> list[str]:
+    params = bench["params"]
+    rows = [r for r in bench["rows"] if r["dtype"] == dtype]
+    peers = [p for p in bench["peers"] if any(p in r["results"] for r in rows)]
+    roof = bench["roofline"]["value"]
+    top = max([roof] + [r["results"][p]["rate"] for r in rows for p in r["results"]])
+    step = _nice_step(top * 1.05)
+    ymax = step * math.ceil(top * 1.05 / step)
+    out = [f'<g class="panel" data-dtype="{escape(dtype)}">']
+    px, py = _frame(
+        out, params, [r["size"] for r in rows], y0, ymax, step,
+        f"{bench['title']} — {dtype}", bench["unit"],
+    )  # fmt: skip
     # roofline
     yr = py(roof)
     out.append(
@@ -183,7 +188,7 @@ def _panel(bench: dict, gpu: dict, dtype: str, y0: float) -> list[str]:
         color = _color(peer, bench["peers"])
         pts = sorted(
             (
-                (px(r), py(r["results"][peer]["rate"]))
+                (px(r["size"]), py(r["results"][peer]["rate"]))
                 for r in rows
                 if peer in r["results"]
             ),
@@ -206,7 +211,7 @@ def _panel(bench: dict, gpu: dict, dtype: str, y0: float) -> list[str]:
                 scale = res["rate"] * res["median_ms"]  # rate = scale / ms
                 out.append(
                     _whisker(
-                        px(r),
+                        px(r["size"]),
                         py(scale / res["q75_ms"]),
                         py(scale / res["q25_ms"]),
                         color,
@@ -278,74 +283,12 @@ def _ratio_panel(bench: dict, gpu: dict, dtype: str, y0: float, target) -> list[
     top = max([1.0, target or 0.0] + [p["high"] for p in points]) * 1.1
     step = _nice_step(top)
     ymax = step * math.ceil(top / step)
-    plot_w, plot_h = W - LEFT - RIGHT, H - TOP - BOTTOM
-    numeric = len(params) == 1 and all(p["row"]["size"][params[0]] > 0 for p in points)
-    if numeric:
-        xs = sorted({math.log2(p["row"]["size"][params[0]]) for p in points})
-    else:
-        labels = []
-        for p in points:
-            lab = _size_label(p["row"]["size"], params)
-            if lab not in labels:
-                labels.append(lab)
-        xs = list(range(len(labels)))
-    lo, span = xs[0], (xs[-1] - xs[0]) or 1.0
-
-    def px(row) -> float:
-        v = (
-            math.log2(row["size"][params[0]])
-            if numeric
-            else labels.index(_size_label(row["size"], params))
-        )
-        return LEFT + (v - lo) / span * plot_w
-
-    def py(v: float) -> float:
-        return y0 + TOP + plot_h * (1 - v / ymax)
-
     out = [f'<g class="panel ratio" data-dtype="{escape(dtype)}">']
-    title = f"Triton ÷ the fastest other implementation — {dtype}"
-    out.append(
-        f'<text x="{LEFT}" y="{y0 + 16}" font-size="14" font-weight="600" '
-        f'fill="currentColor">{escape(title)}</text>'
-    )
-    tick = 0.0
-    while tick <= ymax + 1e-9:
-        y = py(tick)
-        out.append(
-            f'<line x1="{LEFT}" y1="{y:.1f}" x2="{W - RIGHT}" y2="{y:.1f}" '
-            'stroke="currentColor" stroke-opacity="0.15"/>'
-        )
-        out.append(
-            f'<text x="{LEFT - 6}" y="{y + 4:.1f}" font-size="11" text-anchor="end" '
-            f'fill="currentColor">{_fmt_tick(round(tick, 6))}×</text>'
-        )
-        tick += step
-    if numeric:
-        for v in xs:
-            lab = (
-                f'2<tspan dy="-5" font-size="8">{int(v)}</tspan>'
-                if v == int(v)
-                else escape(f"{2**v:.0f}")
-            )
-            out.append(
-                _xtick(LEFT + (v - lo) / span * plot_w, y0, plot_h, lab, raw=True)
-            )
-    else:
-        for i, lab in enumerate(labels):
-            out.append(_xtick(LEFT + (i - lo) / span * plot_w, y0, plot_h, lab))
-    out.append(
-        f'<path d="M{LEFT},{y0 + TOP} V{y0 + TOP + plot_h} H{W - RIGHT}" '
-        'fill="none" stroke="currentColor" stroke-width="1"/>'
-    )
-    xlabel = params[0] if numeric else " × ".join(params)
-    out.append(
-        f'<text x="{W - RIGHT:.1f}" y="{y0 + H - 4}" font-size="12" '
-        f'text-anchor="end" fill="currentColor">{escape(xlabel)}</text>'
-    )
-    out.append(
-        f'<text transform="translate(14,{y0 + TOP + plot_h / 2:.1f}) rotate(-90)" '
-        'font-size="12" text-anchor="middle" fill="currentColor">Triton ÷ peer</text>'
-    )
+    px, py = _frame(
+        out, params, [p["row"]["size"] for p in points], y0, ymax, step,
+        f"Triton ÷ the fastest other implementation — {dtype}", "Triton ÷ peer",
+        suffix="×",
+    )  # fmt: skip
     for value, name, dash in ((1.0, "parity", "8 4"), (target, "target", "2 3")):
         if value is None:
             continue
@@ -360,7 +303,10 @@ def _ratio_panel(bench: dict, gpu: dict, dtype: str, y0: float, target) -> list[
             f'text-anchor="end" fill="currentColor">{name} {value:g}×</text>'
         )
     color = PEER_COLORS["Triton"]
-    pts = sorted((px(p["row"]), py(p["ratio"]), p) for p in points)
+    pts = sorted(
+        ((px(p["row"]["size"]), py(p["ratio"]), p) for p in points),
+        key=lambda t: t[0],
+    )
     if len(pts) > 1:
         d = " ".join(
             f"{'M' if i == 0 else 'L'}{x:.1f},{y:.1f}"
