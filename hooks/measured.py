@@ -372,11 +372,14 @@ def render_timings(
             "method and the data files are in the block below.*"
         )
         body.append("")
+        # HTML links, relative to the page's URL: the files appear only in
+        # on_post_build, so MkDocs must not look for them among the docs
         json_url, csv_url = (get_relative_url(u, page_url) for u in data_urls(g, name))
         full = render_table(bench, g.gpu, g.legacy)
         full += (
-            f"\n\nDownload: [{g.path.name}]({json_url}) (everything measured on "
-            f"this GPU) · [{name}-{g.gpu['slug']}.csv]({csv_url}) (this table)"
+            f'\n\nDownload: <a href="{json_url}" download>{g.path.name}</a> '
+            "(everything measured on this GPU) · "
+            f'<a href="{csv_url}" download>{name}-{g.gpu["slug"]}.csv</a> (this table)'
         )
         body.append('??? note "Every timing, how it was measured, and the data"')
         body.append("")

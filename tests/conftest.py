@@ -96,14 +96,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory):
-    """Build the whole site once, strictly, and return (site_dir, seconds, log)."""
+    """Build the whole site once, strictly, and return (site_dir, seconds, log).
+    No -q: it hides the warnings that --strict turns into a failure."""
     import subprocess
     import time
 
     site = tmp_path_factory.mktemp("site")
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

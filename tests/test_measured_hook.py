@@ -126,7 +126,7 @@ def build(tmp_path, files: dict, page=PAGE, data_dir="data/timings", extra=""):
         "  {pymdownx.tabbed: {alternate_style: true}}]\n"
     )
     done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", "site"],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", "site"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -462,7 +462,7 @@ def _build_real_site(tmp_path, data_dir):
     import os
 
     return subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d",
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d",
          str(tmp_path / "site")],
         cwd=REPO_ROOT,
         capture_output=True,

@@ -39,7 +39,7 @@ def test_docs_build_needs_no_torch_or_triton(tmp_path):
     code = (
         "import sys; sys.modules['torch'] = None; sys.modules['triton'] = None\n"
         "from mkdocs.__main__ import cli\n"
-        f"cli(['build', '--strict', '-q', '-d', {str(tmp_path)!r}])\n"
+        f"cli(['build', '--strict', '-d', {str(tmp_path)!r}])\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True
@@ -115,7 +115,7 @@ def test_module_navigation_follows_a_reordered_nav(tmp_path):
         )
         out = tmp_path / "site"
         subprocess.run(
-            [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)],
+            [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
             cwd=tmp_path,
             check=True,
             capture_output=True,
