@@ -88,7 +88,11 @@ from triton_course import timings as T  # noqa: E402
 from triton_course.runner import plots as P  # noqa: E402
 
 STALE_TEXT = "measured on an earlier version of this kernel"
-_TABLE_RE = re.compile(r"^\[\[timings\s+([\w.-]+)(?:\s+target=([0-9.]+))?\]\]\s*$")
+# [[timings NAME]], optionally target=X vs="PEER": the plot's ratio panel is
+# then Triton ÷ PEER (default: the fastest other) with the page's target drawn
+_TABLE_RE = re.compile(
+    r"^\[\[timings\s+([\w.-]+)((?:\s+\w+=(?:\"[^\"]*\"|\S+?))*)\]\]\s*$"
+)
 _PLOT_RE = re.compile(r"^\[\[plot\s+([\w.-]+)\]\]\s*$")
 _CAPTURE_RE = re.compile(r"^\[\[capture\s+([\w.-]+)\]\]\s*$")
 _NOTEBOOK_RE = re.compile(r"^\[\[notebook\s+(\S+\.ipynb)\]\]\s*$")
@@ -112,7 +116,7 @@ class ClaimError(ValueError):
 
 def on_config(config):
     _state["broken_claims"] = []
-    _state["svgs"] = {}  # plot placeholder -> SVG, filled in on_post_page
+    _state["deferred"] = []  # HTML that on_post_page puts in (see _defer)
     _state["downloads"] = {}  # (data file, slug, bench) -> bench, for on_post_build
     try:
         _state["gpus"] = T.load_for_site(config)
@@ -161,16 +165,30 @@ def _pm(spread: T.Spread) -> str:
     return f"±{100 * spread.rel_half_width:.0f} %"
 
 
+def _inline_code(text: str) -> str:
+    """Escape text for HTML, turning `x` into <code>x</code>."""
+    return re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(text, quote=False))
+
+
+def _html_table(head: list[str], rows: list[list[str]]) -> str:
+    """A table as raw HTML (cells already HTML): Markdown passes it through."""
+    thead = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>" for cells in rows
+    )
+    return f"<table><thead><tr>{thead}</tr></thead><tbody>{body}</tbody></table>"
+
+
 def render_table(bench: dict, gpu: dict, legacy: bool = False) -> str:
     """The full table under a compact one (which has the ratio and roofline
-    columns): Triton's GPU time with its spread, every peer's rate, and the
-    caption with provenance and method."""
+    columns), as HTML: Triton's GPU time with its spread, every peer's rate,
+    and the caption with provenance and method."""
     unit = bench["unit"]
     peers = bench["peers"]
     time_head = "Triton ms (p20–p80)" if legacy else "Triton GPU ms"
     head = [*bench["params"], "dtype", time_head]
     head += [f"{p} {unit}" for p in peers]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
+    rows = []
     launch_bound = 0
     for row in bench["rows"]:
         cells = [_fmt_size(row["size"][p]) for p in bench["params"]]
@@ -191,7 +209,7 @@ def render_table(bench: dict, gpu: dict, legacy: bool = False) -> str:
         for p in peers:
             r = row["results"].get(p)
             cells.append(_fmt_number(r["rate"]) if r else "—")
-        lines.append("| " + " | ".join(cells) + " |")
+        rows.append(cells)
 
     prov = bench["provenance"]
     roof = bench["roofline"]
@@ -217,15 +235,18 @@ def render_table(bench: dict, gpu: dict, legacy: bool = False) -> str:
         method += _clock_note(bench)
         method += _autotune_note(bench)
     caption = (
-        f"*{gpu['name']} ({gpu['sm_count']} SMs), measured {_date(bench)}: "
+        f"{gpu['name']} ({gpu['sm_count']} SMs), measured {_date(bench)}: "
         f"driver {prov['driver']}, CUDA {prov['cuda']}, torch {prov['torch']}, "
         f"triton {prov['triton']}, Python {prov['python']}, "
         f"commit `{str(prov['commit'])[:10]}`. {method} "
         f"{unit} counts {'bytes moved' if bench['metric'] == 'bandwidth' else 'FLOPs'}"
         f" per call; the roofline, {roof['name']} = {_fmt_number(roof['value'])} "
-        f"{roof['unit']}, was measured in the same run.*"
+        f"{roof['unit']}, was measured in the same run."
     )
-    return "\n".join([*lines, "", caption])
+    return (
+        f'<div class="course-timings">{_html_table(head, rows)}</div>'
+        f"<p><em>{_inline_code(caption)}</em></p>"
+    )
 
 
 def _legacy_note() -> list[str]:
@@ -334,7 +355,7 @@ def data_urls(g, name: str) -> tuple[str, str]:
 
 
 def render_timings(
-    name: str, gpus: list, root: Path, page_url: str = "", target=None
+    name: str, gpus: list, root: Path, page_url: str = "", target=None, vs=None
 ) -> str:
     measured = [g for g in gpus if name in g.benchmarks]
     if not measured:
@@ -357,12 +378,12 @@ def render_timings(
         # The picture first, drawn from the same data as the table below it.
         # Only a placeholder goes through Markdown and the search indexer:
         # on_post_page puts the SVG in (parsing it twice cost a second a build).
-        svg = P.render_svg(bench, g.gpu, ratio=True, target=target)
-        key = f"{name}-{g.gpu['slug']}-{len(_state['svgs'])}"
-        _state["svgs"][key] = " ".join(svg.split())
-        body.append(f'<div class="course-plot" data-plot="{key}"></div>')
+        svg = " ".join(
+            P.render_svg(bench, g.gpu, ratio=True, target=target, vs=vs).split()
+        )
+        body.append(_defer(f'<div class="course-plot">{svg}</div>'))
         body.append("")
-        body.append(render_compact(bench, g.legacy))
+        body.append(_defer(render_compact(bench, g.legacy)))
         body.append("")
         body.append(
             f"*{g.gpu['name']}, measured {_date(bench)} with triton "
@@ -375,11 +396,12 @@ def render_timings(
         # HTML links, relative to the page's URL: the files appear only in
         # on_post_build, so MkDocs must not look for them among the docs
         json_url, csv_url = (get_relative_url(u, page_url) for u in data_urls(g, name))
-        full = render_table(bench, g.gpu, g.legacy)
-        full += (
-            f'\n\nDownload: <a href="{json_url}" download>{g.path.name}</a> '
+        full = _defer(
+            render_table(bench, g.gpu, g.legacy)
+            + f'<p>Download: <a href="{json_url}" download>{g.path.name}</a> '
             "(everything measured on this GPU) · "
-            f'<a href="{csv_url}" download>{name}-{g.gpu["slug"]}.csv</a> (this table)'
+            f'<a href="{csv_url}" download>{name}-{g.gpu["slug"]}.csv</a> '
+            "(this table)</p>"
         )
         body.append('??? note "Every timing, how it was measured, and the data"')
         body.append("")
@@ -859,8 +881,17 @@ def on_page_markdown(markdown, page, config, files):
 
     def render(line: str) -> str:
         if m := _TABLE_RE.match(line.strip()):
-            target = float(m.group(2)) if m.group(2) else None
-            return render_timings(m.group(1), gpus, root, page.file.url, target)
+            args = _parse_args(m.group(2))
+            unknown = set(args) - {"target", "vs"}
+            if unknown or ("vs" in args and "target" not in args):
+                raise ValueError(
+                    f"[[timings {m.group(1)}]] takes target=X and optionally "
+                    f"vs=PEER, got {m.group(2).strip()!r}"
+                )
+            target = float(args["target"]) if "target" in args else None
+            return render_timings(
+                m.group(1), gpus, root, page.file.url, target, args.get("vs")
+            )
         if m := _PLOT_RE.match(line.strip()):
             plots_dir = Path(config["docs_dir"]) / "assets" / "plots"
             return render_plot(m.group(1), gpus, root, plots_dir)
@@ -880,18 +911,20 @@ def on_page_markdown(markdown, page, config, files):
     )
 
 
-_PLOT_SLOT_RE = re.compile(r'<div class="course-plot" data-plot="([^"]+)"></div>')
+# Inside tabs Markdown wraps the placeholder in a paragraph: drop that too.
+_DEFERRED_RE = re.compile(r'(<p>)?<div data-deferred="(\d+)"></div>(?(1)</p>)')
+
+
+def _defer(fragment: str) -> str:
+    """A placeholder for HTML that on_post_page puts in. Plots and timing
+    tables are large and hold nothing worth searching: kept out of Markdown
+    and the search indexer, they cost the build almost nothing."""
+    _state["deferred"].append(fragment)
+    return f'<div data-deferred="{len(_state["deferred"]) - 1}"></div>'
 
 
 def on_post_page(output, page, config):
-    svgs = _state.get("svgs", {})
-    return _PLOT_SLOT_RE.sub(
-        lambda m: (
-            f'<div class="course-plot" data-plot="{m.group(1)}">'
-            f"{svgs.pop(m.group(1))}</div>"
-        ),
-        output,
-    )
+    return _DEFERRED_RE.sub(lambda m: _state["deferred"][int(m.group(2))], output)
 
 
 def on_post_build(config):

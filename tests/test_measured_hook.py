@@ -575,3 +575,30 @@ def test_a_size_parameter_fixed_across_rows_is_said_once(tmp_path):
     assert code == 0, err
     table = html[html.find("course-timings") : html.find("<details")]
     assert "In every row: batch 4." in html and ">batch<" not in table
+
+
+def test_a_target_against_a_named_peer_is_drawn_against_that_peer(tmp_path):
+    page = '# P\n\n[[timings vector_add target=1.1 vs="PyTorch eager"]]\n'
+    code, html, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
+    assert code == 0, err
+    svg = html[html.find('<div class="course-plot"') :]
+    svg = svg[: svg.find("</svg>")]
+    assert "Triton ÷ PyTorch eager — float32" in svg and "target 1.1×" in svg
+    assert "against: PyTorch eager" in svg and "fastest other" not in svg
+
+
+@pytest.mark.parametrize(
+    "directive, message",
+    [
+        ("[[timings vector_add target=1.1 vs=cuBLAS]]", "vs='cuBLAS' is not a peer"),
+        ("[[timings vector_add vs=eager]]", "takes target=X"),
+        ("[[timings vector_add goal=1.1]]", "takes target=X"),
+    ],
+)
+def test_a_timings_directive_with_bad_arguments_fails_the_build(
+    tmp_path, directive, message
+):
+    code, _, err = build(
+        tmp_path, {"fixture-gpu-a.json": fixture_doc()}, f"# P\n\n{directive}\n"
+    )
+    assert code != 0 and message in err, err[-1500:]

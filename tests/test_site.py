@@ -1,5 +1,6 @@
 """The site: strict build, module navigation from the nav, snippet consistency."""
 
+import json
 import re
 import subprocess
 import sys
@@ -32,6 +33,20 @@ def test_strict_build_is_clean_and_quick(built_site):
     # The target is 5 s in the docs environment; the test environment imports
     # more, so allow headroom while still catching a build gone slow.
     assert seconds < 30, f"strict build took {seconds:.1f} s"
+
+
+def test_plots_and_timing_tables_stay_out_of_markdown_and_search(built_site):
+    # What keeps the build fast (#14): the plots' SVG and the timing tables
+    # are put in after Markdown and the search indexer have run.
+    site = built_site[0]
+    page = _html(site, "triton-series/tiled-gemm.md")
+    assert page.count("<svg") >= 2 and page.count('class="course-timings"') >= 4
+    assert "data-deferred" not in page and "<p><div" not in page
+    index = json.loads((site / "search" / "search_index.json").read_text("utf-8"))
+    text = " ".join(doc["text"] for doc in index["docs"])
+    assert "matmul_kernel" in text  # the index is real and has the page's prose
+    for absent in ("Triton GPU ms", "Triton ms (p20", "÷ fastest", "÷ cuBLAS"):
+        assert absent not in text, absent
 
 
 def test_docs_build_needs_no_torch_or_triton(tmp_path):

@@ -253,17 +253,18 @@ def best_peer(row: dict) -> str | None:
     return max(others)[1] if others else None
 
 
-def ratio_points(bench: dict, dtype: str) -> list[dict]:
-    """Per row of one dtype: Triton ÷ best peer, with the round-by-round
-    interval where the data has rounds (else low = high = the ratio)."""
+def ratio_points(bench: dict, dtype: str, vs: str | None = None) -> list[dict]:
+    """Per row of one dtype: Triton ÷ the peer ``vs`` (default: the best
+    peer), with the round-by-round interval where the data has rounds (else
+    low = high = the ratio)."""
     from triton_course import timings as T
 
     points = []
     for r in bench["rows"]:
         if r["dtype"] != dtype or "Triton" not in r["results"]:
             continue
-        peer = best_peer(r)
-        if peer is None:
+        peer = best_peer(r) if vs is None else vs
+        if peer not in r["results"]:
             continue
         tri, other = r["results"]["Triton"], r["results"][peer]
         ratio = other["median_ms"] / tri["median_ms"]
@@ -275,9 +276,11 @@ def ratio_points(bench: dict, dtype: str) -> list[dict]:
     return points
 
 
-def _ratio_panel(bench: dict, gpu: dict, dtype: str, y0: float, target) -> list[str]:
+def _ratio_panel(
+    bench: dict, gpu: dict, dtype: str, y0: float, target, vs=None
+) -> list[str]:
     params = bench["params"]
-    points = ratio_points(bench, dtype)
+    points = ratio_points(bench, dtype, vs)
     if not points:
         return []
     top = max([1.0, target or 0.0] + [p["high"] for p in points]) * 1.1
@@ -286,7 +289,8 @@ def _ratio_panel(bench: dict, gpu: dict, dtype: str, y0: float, target) -> list[
     out = [f'<g class="panel ratio" data-dtype="{escape(dtype)}">']
     px, py = _frame(
         out, params, [p["row"]["size"] for p in points], y0, ymax, step,
-        f"Triton ÷ the fastest other implementation — {dtype}", "Triton ÷ peer",
+        f"Triton ÷ {vs or 'the fastest other implementation'} — {dtype}",
+        "Triton ÷ peer",
         suffix="×",
     )  # fmt: skip
     for value, name, dash in ((1.0, "parity", "8 4"), (target, "target", "2 3")):
@@ -319,7 +323,8 @@ def _ratio_panel(bench: dict, gpu: dict, dtype: str, y0: float, target) -> list[
     peers = sorted({p["peer"] for p in points})
     out.append(
         f'<text x="{W - RIGHT}" y="{y0 + 34}" font-size="11" text-anchor="end" '
-        f'fill="currentColor">fastest other: {escape(", ".join(peers))}</text>'
+        f'fill="currentColor">{"fastest other" if vs is None else "against"}: '
+        f"{escape(', '.join(peers))}</text>"
     )
     out.append("</g>")
     return out
@@ -343,18 +348,23 @@ def _xtick(x: float, y0: float, plot_h: float, label: str, raw: bool = False) ->
     )
 
 
-def render_svg(bench: dict, gpu: dict, ratio: bool = False, target=None) -> str:
+def render_svg(
+    bench: dict, gpu: dict, ratio: bool = False, target=None, vs: str | None = None
+) -> str:
     """The whole plot as one line of SVG (safe to inline in Markdown).
 
     ratio=True adds, per dtype, a panel of Triton's rate over the fastest
-    other implementation at each size, with parity and ``target`` lines."""
+    other implementation (or over the peer ``vs``, which a page's target is
+    stated against) at each size, with parity and ``target`` lines."""
+    if vs is not None and vs not in bench["peers"]:
+        raise ValueError(f"vs={vs!r} is not a peer of {bench['title']!r}")
     dtypes = []
     for r in bench["rows"]:
         if r["dtype"] not in dtypes:
             dtypes.append(r["dtype"])
     panels = [(_panel, d) for d in dtypes]
     if ratio:
-        panels += [(_ratio_panel, d) for d in dtypes if ratio_points(bench, d)]
+        panels += [(_ratio_panel, d) for d in dtypes if ratio_points(bench, d, vs)]
     height = H * len(panels)
     label = f"{bench['title']}: {bench['unit']} against size on {gpu['name']}"
     parts = [
@@ -365,7 +375,7 @@ def render_svg(bench: dict, gpu: dict, ratio: bool = False, target=None) -> str:
     ]
     for i, (draw, dtype) in enumerate(panels):
         if draw is _ratio_panel:
-            parts += _ratio_panel(bench, gpu, dtype, i * H, target)
+            parts += _ratio_panel(bench, gpu, dtype, i * H, target, vs)
         else:
             parts += _panel(bench, gpu, dtype, i * H)
     parts.append("</svg>")
