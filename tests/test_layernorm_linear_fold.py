@@ -1,0 +1,202 @@
+"""snippets/layernorm_linear_fold.py: the epilogue fold, its exact path, the
+boundary between them, its accuracy, and bad input.
+
+Under the interpreter (CI) and on the GPU (the runner). Tensor descriptors
+need rows of a multiple of 16 bytes, so K and N are multiples of 8 here.
+"""
+
+import math
+
+import pytest
+import torch
+from conftest import DEVICE, HAS_GPU, load_snippet, poison_
+
+lf = load_snippet("layernorm_linear_fold")
+
+SMALL = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}
+DTYPES = [torch.float16, torch.bfloat16]
+# Triton 3.9's interpreter rounds float32 -> bfloat16 by truncation (twice
+# the error of round-to-nearest; tests/test_interpreter_gaps.py shows it), so
+# on the CPU a bfloat16 result carries up to twice PyTorch's rounding error.
+# On the GPU every bound is the one the page states.
+BF16_SLACK = 1.0 if HAS_GPU else 2.0
+
+
+def _inputs(m, k, n, dtype, bias=True):
+    size = {"tokens": m, "hidden": k, "out_features": n}
+    args = list(lf._bench_inputs(size, dtype, DEVICE))
+    if not bias:
+        args[2] = None
+    return args
+
+
+def _expected(args):
+    return lf.layernorm_linear_ref(
+        *(a.double() if a is not None else None for a in args)
+    )
+
+
+def _assert_close_to_pytorch(out, args, factor=1.5):
+    """Within ``factor`` x the error of PyTorch's unfused pair (and a floor of
+    one rounding of the output, for outputs small enough to be exact)."""
+    exact = _expected(args)
+    mine = lf.relative_error(out, exact)
+    theirs = lf.relative_error(lf.layernorm_linear_ref(*args), exact)
+    slack = BF16_SLACK if out.dtype == torch.bfloat16 else 1.0
+    floor = torch.finfo(out.dtype).eps
+    assert mine <= factor * slack * max(theirs, floor), (mine, theirs)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize(
+    "m, k, n", [(1, 8, 8), (7, 16, 24), (37, 40, 72), (65, 96, 40)], ids=str
+)
+@pytest.mark.parametrize("limit", [math.inf, 0.0], ids=["fold", "exact"])
+def test_both_paths_match_layernorm_then_linear(m, k, n, dtype, limit, seeded):
+    # awkward shapes: one row, tiles hanging over every edge, K below a tile
+    args = _inputs(m, k, n, dtype)
+    folded = lf.fold_layernorm(*args[1:])
+    out = poison_(torch.empty(m, n, dtype=dtype, device=DEVICE))
+    got = lf.layernorm_linear_folded(
+        args[0], folded, out=out, config=SMALL, fold_limit=limit
+    )
+    assert got is out and not torch.isnan(out).any(), "an element was never written"
+    _assert_close_to_pytorch(out, args, factor=2.0)
+
+
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no-bias"])
+def test_the_launcher_takes_pytorchs_arguments(bias, seeded):
+    args = _inputs(50, 64, 48, torch.float16, bias=bias)
+    out = lf.layernorm_linear(*args, config=SMALL)
+    _assert_close_to_pytorch(out, args, factor=2.0)
+
+
+def test_the_fold_is_redone_when_a_weight_changes_in_place(seeded):
+    args = _inputs(20, 32, 16, torch.float16)
+    first = lf.layernorm_linear(*args, config=SMALL)
+    args[3].mul_(2)  # ln_weight, in place: same pointer, new _version
+    second = lf.layernorm_linear(*args, config=SMALL)
+    assert not torch.equal(first, second)
+    _assert_close_to_pytorch(second, args, factor=2.0)
+
+
+def test_folded_weights_are_what_the_algebra_says():
+    args = _inputs(1, 24, 16, torch.float16)
+    _, weight, bias, gamma, beta = args
+    f = lf.fold_layernorm(weight, bias, gamma, beta)
+    assert f.weight.dtype == weight.dtype and f.colsum.dtype == torch.float32
+    torch.testing.assert_close(f.weight, (weight.float() * gamma.float()).half())
+    torch.testing.assert_close(f.colsum, f.weight.float().sum(1))
+    torch.testing.assert_close(
+        f.bias, bias.float() + weight.float() @ beta.float(), rtol=1e-5, atol=1e-5
+    )
+
+
+# ------------------------------------------------- accuracy and boundary ---
+@pytest.fixture(scope="module")
+def accuracy():
+    return {(r["dtype"], r["case"], r["ratio"]): r for r in lf.accuracy_table(DEVICE)}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_the_launcher_is_within_1_5x_of_pytorch_in_every_case(accuracy, dtype):
+    slack = BF16_SLACK if dtype == "bfloat16" else 1.0
+    for (dt, case, ratio), r in accuracy.items():
+        if dt == dtype:
+            assert r["launcher"] <= 1.5 * slack * r["PyTorch"], (case, ratio, r)
+
+
+def test_the_fold_alone_loses_accuracy_past_the_boundary(accuracy):
+    # float16, |mean| / std = 3000: forced onto every row, the fold's error is
+    # well over 1.5x PyTorch's; the launcher's exact path is not
+    r = accuracy[("float16", "|mean| / std", 3000)]
+    assert r["fold"] > 1.5 * r["PyTorch"], r
+    assert r["launcher"] == r["exact"] and r["launcher"] <= 1.5 * r["PyTorch"]
+    assert lf.FOLD_LIMIT < 3000
+
+
+def test_the_fold_is_as_accurate_as_pytorch_below_the_boundary(accuracy):
+    for ratio in (10, 100):
+        r = accuracy[("float16", "|mean| / std", ratio)]
+        assert r["launcher"] == r["fold"] <= 1.2 * r["PyTorch"], r
+    for ratio in (300, 3000):  # massive features raise the std with the mean
+        r = accuracy[("float16", "massive features", ratio)]
+        assert r["launcher"] == r["fold"] <= 1.2 * r["PyTorch"], r
+
+
+def test_only_tiles_holding_a_far_off_row_take_the_exact_path(seeded):
+    # 64 rows, tiles of 16: one row far off its mean puts its tile (and only
+    # that tile) on the exact path; the others match the pure fold bit for bit
+    x, weight, bias, gamma, beta = _inputs(64, 64, 16, torch.float16)
+    x[37] = x[37] * 0.01 + 2000  # |mean| / std about 2e5
+    folded = lf.fold_layernorm(weight, bias, gamma, beta)
+    run = lambda limit: lf.layernorm_linear_folded(  # noqa: E731
+        x, folded, config=SMALL, fold_limit=limit
+    )
+    auto, fold, exact = run(lf.FOLD_LIMIT), run(math.inf), run(0.0)
+    tile = slice(32, 48)
+    assert torch.equal(auto[tile], exact[tile]) and not torch.equal(
+        auto[tile], fold[tile]
+    )
+    rest = torch.cat([auto[:32], auto[48:]])
+    assert torch.equal(rest, torch.cat([fold[:32], fold[48:]]))
+
+
+# ------------------------------------------------------------- bad input ---
+def _ones(*shape, dt=torch.float16):
+    return torch.ones(*shape, dtype=dt, device=DEVICE)
+
+
+def _bad(**change):
+    args = dict(
+        zip(
+            ("x", "weight", "bias", "ln_weight", "ln_bias"),
+            _inputs(8, 16, 8, torch.float16),
+            strict=True,
+        )
+    )
+    args.update(change)
+    return args
+
+
+@pytest.mark.parametrize(
+    "change, error, message",
+    [
+        ({"x": _ones(8, 16, dt=torch.float64)}, TypeError, "x has dtype"),
+        ({"x": _ones(8, 16, dt=torch.float32)}, TypeError, "prologue kernel"),
+        ({"x": _ones(2, 8, 16)}, ValueError, "must be 2-D"),
+        ({"x": _ones(8, 24)}, ValueError, "weight must be (N, 24)"),
+        ({"weight": _ones(8, 16, dt=torch.bfloat16)}, TypeError, "weight is torch.bf"),
+        ({"ln_weight": _ones(15)}, ValueError, "ln_weight must have shape (16,)"),
+        ({"ln_bias": _ones(17)}, ValueError, "ln_bias must have shape (16,)"),
+        ({"bias": _ones(9)}, ValueError, "bias must have shape (8,)"),
+        ({"ln_weight": [1.0] * 16}, TypeError, "ln_weight must be a torch.Tensor"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_refused_naming_the_argument(change, error, message):
+    args = _bad(**change)
+    with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
+        lf.layernorm_linear(*args.values(), config=SMALL)
+
+
+def test_non_contiguous_or_misaligned_tensors_are_refused_for_the_descriptors():
+    x, weight, bias, gamma, beta = _inputs(8, 16, 8, torch.float16)
+    folded = lf.fold_layernorm(weight, bias, gamma, beta)
+    wide = torch.zeros(8, 32, dtype=torch.float16, device=DEVICE)
+    with pytest.raises(ValueError, match="x must be contiguous"):
+        lf.layernorm_linear_folded(wide[:, :16], folded, config=SMALL)
+    flat = torch.zeros(8 * 16 + 1, dtype=torch.float16, device=DEVICE)
+    with pytest.raises(ValueError, match="x must start on a 16-byte boundary"):
+        lf.layernorm_linear_folded(flat[1:].view(8, 16), folded, config=SMALL)
+    odd = _inputs(8, 12, 8, torch.float16)  # rows of 24 bytes
+    with pytest.raises(ValueError, match="use layernorm_linear.py's prologue"):
+        lf.layernorm_linear(*odd, config=SMALL)
+    with pytest.raises(ValueError, match="out must be"):
+        lf.layernorm_linear_folded(x, folded, out=torch.empty(8, 9, dtype=x.dtype))
+
+
+def test_a_cpu_tensor_without_the_interpreter_is_refused(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    cpu = [a.cpu() for a in _inputs(4, 16, 8, torch.float16)]
+    with pytest.raises(ValueError, match="move it to a CUDA GPU"):
+        lf.layernorm_linear(*cpu)
