@@ -47,6 +47,24 @@ def bf16_arithmetic(device="cpu") -> dict:
     return {"max_error": error if error == error else "nan"}  # nan is not JSON
 
 
+@triton.jit
+def _to_bf16_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs).to(tl.bfloat16))
+
+
+def bf16_rounding(device="cpu") -> dict:
+    # float32 -> bfloat16: round to nearest (torch, the GPU) or truncate?
+    x = torch.randn(4096, generator=torch.Generator().manual_seed(0)).to(device)
+    out = torch.empty(4096, dtype=torch.bfloat16, device=device)
+    _to_bf16_kernel[(1,)](x, out, BLOCK=4096)
+    truncated = (x.view(torch.int32) & -65536).view(torch.float32).bfloat16()
+    return {
+        "matches_round_to_nearest": torch.equal(out, x.bfloat16()),
+        "matches_truncation": torch.equal(out, truncated),
+    }
+
+
 def out_of_bounds(device="cpu") -> dict:
     # 10-element tensors cut from 32-element buffers: the 6 stray elements of
     # a 16-wide block land in a guard region this process owns (writing past
@@ -92,7 +110,7 @@ def cuda_tensors(device="cuda") -> dict:
     }
 
 
-GAPS = {f.__name__: f for f in (bf16_arithmetic, out_of_bounds, autotune,
+GAPS = {f.__name__: f for f in (bf16_arithmetic, bf16_rounding, out_of_bounds, autotune,
                                 triton_op_compile, cuda_tensors)}  # fmt: skip
 
 if __name__ == "__main__":

@@ -219,3 +219,26 @@ def test_the_codegen_command_refuses_the_interpreter():
         text=True,
     )
     assert done.returncode == 2 and "unset TRITON_INTERPRET" in done.stderr
+
+
+# ------------------------------------------- lesson 03: LayerNorm + Linear ---
+def test_the_folded_kernel_feeds_tma_tiles_straight_to_the_tensor_cores(facts):
+    # its fast loop is the TMA GEMM's: both wgmma operands in shared memory
+    found = facts["layernorm_linear_sm90"]
+    assert found["fold"]["tma_loads"] and found["tma_gemm"]["tma_loads"]
+    assert found["fold"]["a_from_shared"] == found["tma_gemm"]["a_from_shared"] == 1
+
+
+def test_the_prologue_kernel_feeds_its_dot_from_registers(facts):
+    # normalising x in registers takes the A operand off the shared-memory path
+    found = facts["layernorm_linear_sm90"]["prologue"]
+    assert found["a_from_shared"] == 0 and found["a_from_registers"] >= 1
+    assert not found["tma_loads"]
+
+
+def test_the_folded_kernels_exact_path_costs_no_shared_memory(facts):
+    # the exact loop (A from registers) lives beside the fast one, and the
+    # kernel needs exactly the shared memory of the plain TMA GEMM
+    found = facts["layernorm_linear_sm90"]
+    assert found["fold"]["a_from_registers"] >= 1
+    assert found["fold"]["shared_bytes"] == found["tma_gemm"]["shared_bytes"]

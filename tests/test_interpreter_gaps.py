@@ -30,12 +30,21 @@ def _run(*gaps: str) -> dict:
 
 @pytest.fixture(scope="module")
 def cpu_gaps():
-    return _run("bf16_arithmetic", "out_of_bounds", "autotune", "triton_op_compile")
+    return _run(
+        "bf16_arithmetic", "bf16_rounding", "out_of_bounds", "autotune",
+        "triton_op_compile",
+    )  # fmt: skip
 
 
 def test_arithmetic_on_bfloat16_values_is_wrong_in_the_interpreter(cpu_gaps):
     error = cpu_gaps["bf16_arithmetic"]["max_error"]
     assert error == "nan" or error > 1.0  # two N(0, 1) values add to ~1e38
+
+
+def test_float32_to_bfloat16_truncates_in_the_interpreter(cpu_gaps):
+    # the GPU (and torch) round to nearest: twice the rounding error here
+    found = cpu_gaps["bf16_rounding"]
+    assert found == {"matches_round_to_nearest": False, "matches_truncation": True}
 
 
 def test_an_unmasked_access_past_the_end_is_not_reported(cpu_gaps):

@@ -41,6 +41,11 @@ def _probes():
 
 def compile_for(kernel, arch, signature, constexprs=None, aligned=(), **options):
     """asm of one kernel for sm_<arch>: {'ttgir', 'ptx', 'cubin', ...}."""
+    return compile_kernel(kernel, arch, signature, constexprs, aligned, **options).asm
+
+
+def compile_kernel(kernel, arch, signature, constexprs=None, aligned=(), **options):
+    """The compiled kernel (``.asm``, ``.metadata.shared``, ...) for sm_<arch>."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -57,7 +62,7 @@ def compile_for(kernel, arch, signature, constexprs=None, aligned=(), **options)
         warnings.simplefilter("ignore")
         return triton.compile(
             source, target=GPUTarget("cuda", arch, 32), options=options or None
-        ).asm
+        )
 
 
 @functools.cache  # facts() asks for some targets several times
@@ -244,6 +249,76 @@ def _k8_error() -> str:
     return ""
 
 
+# warp_group_dot's A operand: shared memory (memdesc), or registers (tensor)
+_WGMMA_A = re.compile(r"ttng\.warp_group_dot [^{]*\{[^}]*\} : (!ttg\.memdesc|tensor)<")
+_LN_TILE = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8}
+
+
+def _dots_on_sm90(compiled) -> dict:
+    found = _WGMMA_A.findall(compiled.asm["ttgir"])
+    return {
+        "a_from_shared": found.count("!ttg.memdesc"),
+        "a_from_registers": found.count("tensor"),
+        "tma_loads": "cp.async.bulk.tensor" in compiled.asm["ptx"],
+        "shared_bytes": compiled.metadata.shared,
+    }
+
+
+def layernorm_linear_kernels() -> dict:
+    """Lesson 03's three GEMMs on sm_90 at one tile shape (128 x 256 x 64,
+    8 warps, 3 stages): where tl.dot's A operand comes from, TMA, shared memory."""
+    fold = excerpts._load(SNIPPETS / "layernorm_linear_fold.py")
+    prologue = excerpts._load(SNIPPETS / "layernorm_linear.py")
+    tma = excerpts._load(SNIPPETS / "matmul_tma.py")
+    opts = {"num_warps": 8, "num_stages": 3}
+    ptrs = lambda *names, t="*fp16": dict.fromkeys(names, t)  # noqa: E731
+    const = lambda *names: dict.fromkeys(names, "constexpr")  # noqa: E731
+    sig = (
+        ptrs("x_ptr", "w_ptr")
+        | ptrs("colsum_ptr", "bias_ptr", "mean_ptr", "rstd_ptr", t="*fp32")
+        | ptrs("out_ptr")
+        | dict.fromkeys(("M", "N", "K"), "i32")
+        | {"fold_limit": "fp32"}
+    )
+    sig |= const(*_LN_TILE, "NUM_PROGRAMS", "UPCAST")
+    aligned = [n for n in sig if n.endswith("_ptr")]
+    folded = compile_kernel(
+        fold.layernorm_linear_fold_kernel, 90, sig,
+        _LN_TILE | {"NUM_PROGRAMS": 132, "UPCAST": False}, aligned, **opts,
+    )  # fmt: skip
+    sig = (
+        ptrs("x_ptr", "w_ptr", "bias_ptr", "gamma_ptr", "beta_ptr")
+        | ptrs("mean_ptr", "rstd_ptr", t="*fp32")
+        | ptrs("out_ptr")
+        | dict.fromkeys(("M", "N", "K", "stride_xm", "stride_wn", "stride_om"), "i32")
+        | const("HAS_BIAS", "UPCAST_DOT", "PRECISION", "NORMALIZE", *_LN_TILE)
+    )
+    flags = {
+        "HAS_BIAS": True,
+        "UPCAST_DOT": False,
+        "PRECISION": "tf32",
+        "NORMALIZE": True,
+    }
+    before = compile_kernel(
+        prologue.layernorm_linear_kernel, 90, sig, flags | _LN_TILE,
+        [n for n in sig if n.endswith("_ptr")], **opts,
+    )  # fmt: skip
+    sig = ptrs("a_ptr", "b_ptr", "c_ptr") | dict.fromkeys(("M", "N", "K"), "i32")
+    sig |= const(*_LN_TILE, "B_KMAJOR", "INPUT_PRECISION", "UPCAST",
+                 "EPILOGUE_SPLIT", "NUM_PROGRAMS", "FLATTEN")  # fmt: skip
+    gemm = compile_kernel(
+        tma.matmul_tma_persistent_kernel, 90, sig,
+        _LN_TILE | {"B_KMAJOR": True, "INPUT_PRECISION": "tf32", "UPCAST": False,
+                    "EPILOGUE_SPLIT": False, "NUM_PROGRAMS": 132, "FLATTEN": False},
+        [n for n in sig if n.endswith("_ptr")], **opts,
+    )  # fmt: skip
+    return {
+        "fold": _dots_on_sm90(folded),
+        "prologue": _dots_on_sm90(before),
+        "tma_gemm": _dots_on_sm90(gemm),
+    }
+
+
 def facts() -> dict:
     """Every property the pages state, from fresh compiles."""
     import triton
@@ -307,6 +382,7 @@ def facts() -> dict:
         "axis 0 contiguous": "ld.global.v4" in tile_ptx(True, False),
         "no unit stride": "ld.global.v" in tile_ptx(False, False),
     }
+    out["layernorm_linear_sm90"] = layernorm_linear_kernels()
     spec = excerpts._matmul_spec()
     ptx = excerpts.compile_stages(spec)["ptx"]
     out["gemm_excerpt"] = {
