@@ -200,3 +200,20 @@ def test_section_markers_are_balanced(snippet):
     ends = re.findall(r"# --8<-- \[end:([\w-]+)\]", text)
     assert sorted(starts) == sorted(ends), f"unbalanced markers in {snippet.name}"
     assert len(set(starts)) == len(starts), f"duplicate section names in {snippet.name}"
+
+
+def test_the_readme_states_the_pinned_cpu_versions_and_the_runners():
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    pyproject = (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    torch_pin = re.search(r'"torch==([\d.]+)"', pyproject).group(1)
+    triton_pin = re.search(r'"triton==([\d.]+)"', pyproject).group(1)
+    cpu_row = next(ln for ln in readme.splitlines() if ln.startswith("| CI and"))
+    assert f"| {torch_pin} (CPU build) | {triton_pin} |" in cpu_row
+    # the GPU row names the versions the committed data was measured with
+    gpu_row = next(ln for ln in readme.splitlines() if ln.startswith("| GPU runner"))
+    for data in (REPO_ROOT / "data" / "timings").glob("*.json"):
+        bench = next(iter(json.loads(data.read_text("utf-8"))["benchmarks"].values()))
+        prov = bench["provenance"]
+        for key in ("torch", "triton"):
+            short = ".".join(prov[key].split("+")[0].split(".")[:2])
+            assert f"| {short}" in gpu_row, (data.name, key, prov[key])
