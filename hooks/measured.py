@@ -303,7 +303,7 @@ def render_compact(bench: dict, legacy: bool) -> str:
     head = [*params, "dtype", f"Triton {bench['unit']}"]
     head += [f"÷ {_short_peer(p)}" for p in others]
     head.append(f"% {bench['roofline']['name']}")
-    lines = []
+    rows = []
     for row in bench["rows"]:
         cells = [_fmt_size(row["size"][p]) for p in params] + [row["dtype"]]
         tri = row["results"].get("Triton")
@@ -319,15 +319,10 @@ def render_compact(bench: dict, legacy: bool) -> str:
                 cells.append(f"{ratio:.2f}× <small>{spread}</small>")
         pct = _pct_roofline(row, bench)
         cells.append(f"{pct:.0f} %" if pct is not None else "—")
-        lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        rows.append(cells)
     said = ", ".join(f"{p} {_fmt_size(bench['rows'][0]['size'][p])}" for p in fixed)
-    lead = f"In every row: {said}.\n\n" if said else ""
-    # raw HTML: Markdown passes it through untouched, which keeps builds fast
-    thead = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    return (
-        f'{lead}<div class="course-timings"><table><thead><tr>{thead}</tr>'
-        f"</thead><tbody>{''.join(lines)}</tbody></table></div>"
-    )
+    lead = f"<p>In every row: {html.escape(said)}.</p>" if said else ""
+    return f'{lead}<div class="course-timings">{_html_table(head, rows)}</div>'
 
 
 def csv_of(bench: dict) -> str:

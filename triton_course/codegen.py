@@ -281,10 +281,10 @@ def layernorm_linear_kernels() -> dict:
         | {"fold_limit": "fp32"}
     )
     sig |= const(*_LN_TILE, "NUM_PROGRAMS", "UPCAST")
-    aligned = [n for n in sig if n.endswith("_ptr")]
+    pointers = lambda sig: [n for n in sig if n.endswith("_ptr")]  # noqa: E731
     folded = compile_kernel(
         fold.layernorm_linear_fold_kernel, 90, sig,
-        _LN_TILE | {"NUM_PROGRAMS": 132, "UPCAST": False}, aligned, **opts,
+        _LN_TILE | {"NUM_PROGRAMS": 132, "UPCAST": False}, pointers(sig), **opts,
     )  # fmt: skip
     sig = (
         ptrs("x_ptr", "w_ptr", "bias_ptr", "gamma_ptr", "beta_ptr")
@@ -301,7 +301,7 @@ def layernorm_linear_kernels() -> dict:
     }
     before = compile_kernel(
         prologue.layernorm_linear_kernel, 90, sig, flags | _LN_TILE,
-        [n for n in sig if n.endswith("_ptr")], **opts,
+        pointers(sig), **opts,
     )  # fmt: skip
     sig = ptrs("a_ptr", "b_ptr", "c_ptr") | dict.fromkeys(("M", "N", "K"), "i32")
     sig |= const(*_LN_TILE, "B_KMAJOR", "INPUT_PRECISION", "UPCAST",
@@ -310,7 +310,7 @@ def layernorm_linear_kernels() -> dict:
         tma.matmul_tma_persistent_kernel, 90, sig,
         _LN_TILE | {"B_KMAJOR": True, "INPUT_PRECISION": "tf32", "UPCAST": False,
                     "EPILOGUE_SPLIT": False, "NUM_PROGRAMS": 132, "FLATTEN": False},
-        [n for n in sig if n.endswith("_ptr")], **opts,
+        pointers(sig), **opts,
     )  # fmt: skip
     return {
         "fold": _dots_on_sm90(folded),
