@@ -8,7 +8,6 @@ CPU run deselects and names (they are never counted as passed).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -25,6 +24,15 @@ DEVICE = "cuda" if HAS_GPU else "cpu"
 
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+
+from triton_course.snippet_modules import load_file  # noqa: E402
+
+if not HAS_GPU:
+    # Under the interpreter an unmasked out-of-bounds access corrupts memory
+    # instead of faulting: make it an error at the access (tests/bounds_check.py).
+    import bounds_check
+
+    bounds_check.install()
 
 # Tolerances per dtype, in one place. Each bounds the error against a float64
 # reference by a small multiple of what the dtype's own rounding gives: half
@@ -46,16 +54,9 @@ def assert_close(actual: torch.Tensor, expected: torch.Tensor, **override):
 
 
 def load_snippet(name: str):
-    """Import ``snippets/<name>.py`` as a module (snippets are not a package)."""
-    path = SNIPPETS / f"{name}.py"
-    module_name = f"snippet_{name}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
+    """Import ``snippets/<name>.py`` as a module, the same one the runner's
+    discovery and the compiler helpers get (see triton_course.snippet_modules)."""
+    return load_file(SNIPPETS / f"{name}.py")
 
 
 def poison_(tensor: torch.Tensor) -> torch.Tensor:

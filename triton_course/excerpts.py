@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib.util
 import inspect
 import os
 import re
@@ -32,6 +31,8 @@ import textwrap
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from triton_course.snippet_modules import load_file
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SNIPPETS_DIR = REPO_ROOT / "snippets"
@@ -156,14 +157,7 @@ def _matmul_spec() -> KernelSpec | None:
 
 # ------------------------------------------------------------ compiling ---
 def _load(path: Path):
-    name = f"_excerpt_{path.stem}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_file(path)
 
 
 def triton_version() -> str:

@@ -23,11 +23,11 @@ description with an error that names the snippet and the key.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from triton_course.snippet_modules import load_file
 
 REQUIRED_KEYS = (
     "name",
@@ -133,18 +133,9 @@ def static_names(path: Path) -> tuple[list[str], list[str]]:
 
 # ---------------------------------------------------------------- loading ---
 def load_snippet(path: Path):
-    """Import a snippet file as a module (snippets are not a package)."""
-    path = Path(path)
-    module_name = f"_course_runner_snippet_{path.stem}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception:
-        sys.modules.pop(module_name, None)
-        raise
-    return module
+    """Import a snippet file as a module (snippets are not a package), once
+    per process: see ``triton_course.snippet_modules``."""
+    return load_file(path)
 
 
 def check_description(desc: object, where: str) -> dict:
