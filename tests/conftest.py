@@ -86,6 +86,37 @@ def pytest_collection_modifyitems(config, items):
         config._course_gpu_deselected = len(gpu_only)
 
 
+def pytest_collection_finish(session):
+    """Start compiling the GPU-support table in the background as soon as its
+    test is selected: ~4 CPU-minutes, mostly on the core the interpreter
+    tests leave idle. tests/test_support.py waits for it."""
+    if HAS_GPU or not any(
+        item.nodeid.startswith("tests/test_support.py") for item in session.items
+    ):
+        return
+    import subprocess
+    import tempfile
+
+    out = Path(tempfile.mkdtemp(prefix="support-")) / "support.json"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "triton_course.support", "fresh", str(out)],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    session.config._course_support = (proc, out)
+
+
+def pytest_unconfigure(config):
+    proc, _ = getattr(config, "_course_support", (None, None))
+    if proc is not None and proc.poll() is None:
+        proc.kill()  # the run stopped early: no orphaned compiler
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     count = getattr(config, "_course_gpu_deselected", 0)
     if count:

@@ -1,0 +1,187 @@
+"""The GPU-support table (data/support.json): every kernel of the course,
+at every config its launcher or autotuner can launch with, compiled for
+sm_75 ... sm_90 and its shared memory checked against each target's limit.
+
+The compile starts in the background when this file is selected (conftest's
+pytest_collection_finish); the first test waits for it.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import HAS_GPU, REPO_ROOT
+
+from triton_course import support
+
+pytestmark = pytest.mark.skipif(
+    HAS_GPU, reason="the table is written with CI's triton; CI checks it"
+)
+STORED = json.loads(support.DATA.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def fresh(request):
+    proc, out = request.config._course_support
+    log, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, f"compiling the support table failed:\n{log[-3000:]}"
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_the_committed_table_is_what_a_fresh_compile_gives(fresh):
+    problems = support.differences(STORED, fresh)
+    assert not problems, (
+        "data/support.json is stale; run `python -m triton_course.support table`:\n"
+        + "\n".join(problems[:20])
+    )
+
+
+def test_every_kernel_of_every_snippet_is_in_the_table():
+    # every @triton.jit kernel that a launcher launches (helpers are inlined)
+    launched = {(r["snippet"], r["kernel"]) for r in STORED["rows"]}
+    for path in sorted((REPO_ROOT / "snippets").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        kernels = [
+            line.split("(")[0].removeprefix("def ").strip()
+            for line in text.split("@triton.jit\n")[1:]
+        ]
+        for kernel in kernels:
+            if kernel.endswith("_kernel"):
+                assert (path.name, kernel) in launched, (
+                    f"{path.name}:{kernel} not checked"
+                )
+    assert set(support.PLANS) == {
+        p.name
+        for p in (REPO_ROOT / "snippets").glob("*.py")
+        if "@triton.jit" in p.read_text(encoding="utf-8")
+    }
+
+
+def test_every_autotuner_config_is_in_the_table():
+    from conftest import load_snippet
+
+    for snippet, configs in (
+        ("matmul", "CONFIGS"),
+        ("matmul_tma", "CONFIGS"),
+        ("layernorm_linear", "AUTOTUNE_CONFIGS"),
+        ("layernorm_linear_fold", "CONFIGS"),
+    ):
+        wanted = {
+            (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"], c.num_warps,
+             c.num_stages)
+            for c in getattr(load_snippet(snippet), configs)
+        }  # fmt: skip
+        found = {r["config"] for r in STORED["rows"] if r["snippet"] == f"{snippet}.py"}
+        for bm, bn, bk, warps, stages in wanted:
+            label = f"BLOCK_M={bm}, BLOCK_N={bn}, BLOCK_K={bk}"
+            assert any(
+                f.startswith(label) and f"{warps} warps, {stages} stages" in f
+                for f in found
+            ), f"{snippet}: {label} ({warps} warps, {stages} stages) missing"
+
+
+def test_the_table_says_what_lessons_rely_on():
+    # Spot checks against facts the compiler also shows elsewhere: tl.dot is
+    # FMA on sm_75, mma.sync on sm_80, wgmma with TMA on sm_90 for the TMA GEMM;
+    # fp8 e4m3 does not compile before sm_89.
+    rows = [r for r in STORED["rows"] if r["kernel"] == "matmul_tma_kernel"]
+    assert {r["archs"]["sm_75"].get("dot") for r in rows} == {"FMA"}
+    assert {r["archs"]["sm_80"].get("dot") for r in rows} == {"mma"}
+    assert all(r["archs"]["sm_90"].get("tma") for r in rows)
+    fp8 = [r for r in STORED["rows"] if r["group"].startswith("float8_e4m3fn")]
+    assert fp8 and all(
+        r["archs"][a]["status"] == "does not compile"
+        for r in fp8
+        for a in ("sm_75", "sm_80", "sm_86")
+    )
+
+
+def test_shared_memory_over_the_limit_is_reported_and_under_it_is_not():
+    for row in STORED["rows"]:
+        for arch, result in row["archs"].items():
+            if result["status"] == "does not compile":
+                continue
+            over = result["shared"] > STORED["shared_limit"][arch]
+            assert (result["status"] == "exceeds shared memory") == over
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_stopping_at_llvm_ir_gives_what_a_full_compile_gives(arch):
+    # The table compiles only to LLVM IR (fast); a full compile to a cubin,
+    # in its own process, must report the same shared memory, dot and TMA.
+    launch = next(
+        r
+        for r in json.loads(
+            subprocess.run(
+                [sys.executable, "-m", "triton_course.support", "record"],
+                cwd=REPO_ROOT,
+                env=dict(os.environ, TRITON_INTERPRET="1"),
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
+        if r["kernel"] == "matmul_tma_persistent_kernel"
+    )
+    code = (
+        "import json, sys; from triton_course import support; "
+        "job = json.loads(sys.stdin.read()); "
+        "result = support.compile_one((job['launch'], job['arch']), job['full']); "
+        "print(json.dumps(result))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    results = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", code],
+                input=json.dumps({"launch": launch, "arch": arch, "full": full}),
+                cwd=REPO_ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
+        for full in (False, True)
+    ]
+    assert results[0] == results[1]
+    assert results[0]["status"] == "runs" and results[0]["shared"] > 0
+
+
+def test_every_snippet_with_kernels_has_its_table_on_a_page():
+    import re
+
+    shown = set()
+    for page in (REPO_ROOT / "docs").rglob("*.md"):
+        for m in re.finditer(
+            r"^\[\[support\s+([\w.\s-]+)\]\]", page.read_text("utf-8"), re.M
+        ):
+            shown |= {f"{s}.py" for s in m.group(1).split()}
+    assert shown == set(support.PLANS)
+
+
+def test_the_page_table_counts_configs_and_names_the_limit(tmp_path):
+    sys.path.insert(0, str(REPO_ROOT))
+    from hooks import codegen as hook
+
+    md = hook.render_support(["matmul.py"], REPO_ROOT)
+    row = next(
+        ln for ln in md.splitlines() if ln.startswith("| `matmul_kernel`, float32")
+    )
+    fits = [
+        sum(r["archs"][a]["status"] == "runs" for r in STORED["rows"]
+            if r["kernel"] == "matmul_kernel" and r["group"] == "float32")
+        for a in STORED["shared_limit"]
+    ]  # fmt: skip
+    for cell, n in zip(row.split(" | ")[1:], fits, strict=True):
+        assert (f"{n} of 7 configs fit" in cell) or (n == 7 and cell.startswith("runs"))
+    with pytest.raises(ValueError, match="no launches recorded"):
+        hook.render_support(["no_such_snippet.py"], REPO_ROOT)
+    broken = tmp_path / "data"
+    broken.mkdir()
+    (broken / "support.json").write_text("{")
+    with pytest.raises(ValueError, match="support table"):
+        hook.render_support(["matmul.py"], tmp_path)

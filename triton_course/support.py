@@ -1,0 +1,459 @@
+"""Which of the course's kernels run on which GPU, found by compiling (no GPU).
+
+Two steps, in two processes:
+
+1. ``record`` (under TRITON_INTERPRET=1): every launcher of every snippet is
+   called on small CPU tensors with each config its autotuner or its own
+   choice can pick (``PLANS``), and each kernel launch it makes is written
+   down (argument types, constexprs, warps, stages) instead of being run.
+2. ``compile``: each recorded launch is compiled for sm_75, sm_80, sm_86, sm_89
+   and sm_90 (``triton.compile`` with a ``GPUTarget``, as lesson 01's table
+   is) and its shared memory compared with that architecture's per-block limit.
+
+    python -m triton_course.support table    # write data/support.json
+    python -m triton_course.support check    # fail if it differs from a fresh compile
+
+``tests/test_support.py`` runs ``check`` in CI; each lesson renders its
+snippets' rows with ``[[support SNIPPET]]`` (hooks/measured.py). Nothing in
+the table is typed.
+
+Launchers written for the interpreter set two flags only there (UPCAST,
+UPCAST_DOT: widen bf16 before tl.dot); they are recorded as a GPU launch sets
+them (False).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SNIPPETS = REPO_ROOT / "snippets"
+DATA = REPO_ROOT / "data" / "support.json"
+
+# Shared memory one block may use (opt-in maximum), bytes: CUDA C++
+# Programming Guide, "Technical Specifications per Compute Capability".
+SHARED_LIMIT = {75: 64 * 1024, 80: 163 * 1024, 86: 99 * 1024, 89: 99 * 1024,
+                90: 227 * 1024}  # fmt: skip
+ARCH_GPUS = {75: "T4", 80: "A100", 86: "RTX 30xx, A10", 89: "RTX 40xx, L4",
+             90: "H100, H200"}  # fmt: skip
+GPU_ONLY_FLAGS = ("UPCAST", "UPCAST_DOT")  # interpreter-only widening: False on a GPU
+
+
+# ------------------------------------------------------------------ plans ---
+def _t(*shape, dtype="float16"):
+    import torch
+
+    return torch.randn(*shape, dtype=getattr(torch, dtype))
+
+
+def _meta(config) -> dict:
+    """A triton.Config as the dict the course's launchers take."""
+    return {**config.kwargs, "num_warps": config.num_warps,
+            "num_stages": config.num_stages}  # fmt: skip
+
+
+def _plan_vector_add(m):
+    yield "", lambda: m.vector_add(_t(4096, dtype="float32"), _t(4096, dtype="float32"))
+
+
+def _plan_vector_add_frameworks(m):
+    x = _t(4096, dtype="float32")
+    yield "", lambda: m.add_triton(x, x)
+
+
+def _plan_gpu_basics(m):
+    x = _t(8192, dtype="float32")
+    yield "", lambda: m.strided_copy(x, 2)
+    yield "", lambda: m.persistent_copy(x, num_programs=4)
+    yield "", lambda: m.fma_chain(x, 8)
+
+
+def _plan_memory_access(m):
+    x = _t(256, 256, dtype="float32")
+    for order in ("rows", "columns"):
+        yield "", lambda order=order: m.copy_2d(x, order=order)
+    for method in ("naive", "tiled"):
+        yield "", lambda method=method: m.transpose(x, method=method)
+
+
+def _plan_softmax(m):
+    x = _t(64, 4096)
+    yield "", lambda: m.softmax(x)
+    yield "", lambda: m.softmax_rows(_t(64, 256))
+
+
+def _plan_online_softmax(m):
+    yield "", lambda: m.online_softmax(_t(16, 65536))
+
+
+def _plan_softmax_autograd(m):
+    x = _t(64, 1024)
+    for config in m._CONFIGS:
+        params = {**config.kwargs, "num_warps": config.num_warps}
+        yield "", lambda p=params: m.softmax_fwd(x, config=p)
+        yield "", lambda p=params: m.softmax_bwd(x, x, config=p)
+
+
+def _plan_optimization_steps(m):
+    x = _t(64, 4096, dtype="float32")
+    yield "", lambda: m.rowsum_v0(x)
+    yield "", lambda: m.rowsum_v1(x)
+    yield "", lambda: m.rowsum_v2(x)
+    for config in m.TUNING_CONFIGS:
+        yield "", lambda c=config: m.rowsum_v3(x, config=_meta(c))
+
+
+def _plan_fused_mlp_tail(m):
+    y, bias = _t(64, 4096), _t(4096)
+    yield "", lambda: m.bias_gelu_dropout(y, bias, p=0.1, seed=1)
+    yield "", lambda: m.dropout_keep_mask((64, 4096), 0.1, 1, "cpu")
+
+
+def _plan_profiling(m):
+    x = _t(8192, dtype="float32")
+    yield "", lambda: m.add(x, x)
+    yield "", lambda: m.bias_gelu(_t(64, 1024), _t(1024))
+
+
+def _plan_matmul(m):
+    for dtype in ("float16", "float32"):
+        a, b = _t(256, 256, dtype=dtype), _t(256, 256, dtype=dtype)
+        for config in m.CONFIGS:
+            yield dtype, lambda a=a, b=b, c=config: m.matmul(a, b, config=_meta(c))
+
+
+def _plan_matmul_tma(m):
+    a, b = _t(256, 256), _t(256, 256)
+    for persistent in (True, False):
+        for config in m.CONFIGS:
+            yield (
+                "float16",
+                lambda c=config, p=persistent: m.matmul_tma(
+                    a, b, persistent=p, config=_meta(c)
+                ),
+            )
+
+
+def _plan_layernorm_linear(m):
+    x, w, bias, g, beta = _t(256, 256), _t(256, 256), _t(256), _t(256), _t(256)
+    for config in m.AUTOTUNE_CONFIGS:
+        yield (
+            "float16",
+            lambda c=config: m.layernorm_linear(x, w, bias, g, beta, config=_meta(c)),
+        )
+
+
+def _plan_layernorm_linear_fold(m):
+    x, w, bias, g, beta = _t(256, 256), _t(256, 256), _t(256), _t(256), _t(256)
+    folded = m.fold_layernorm(w, bias, g, beta)
+    for config in m.CONFIGS:
+        yield (
+            "float16",
+            lambda c=config: m.layernorm_linear_folded(x, folded, config=_meta(c)),
+        )
+
+
+def _plan_flash_attention(m):
+    for dtype in ("float16", "float32", "float8_e4m3fn"):
+        for head_dim in (64, 128):
+            q = _t(1, 2, 256, head_dim).to(getattr(__import__("torch"), dtype))
+            yield dtype, lambda q=q: m.attention_forward(q, q, q, causal=True)
+    for head_dim in (64, 128):
+        q = _t(1, 2, 256, head_dim)
+        lse = _t(1, 2, 256, dtype="float32")
+        yield (
+            "float16",
+            lambda q=q, lse=lse: m.attention_backward(q, q, q, q, lse, q, causal=True),
+        )
+
+
+PLANS = {
+    "vector_add.py": _plan_vector_add,
+    "vector_add_frameworks.py": _plan_vector_add_frameworks,
+    "gpu_basics.py": _plan_gpu_basics,
+    "memory_access.py": _plan_memory_access,
+    "softmax.py": _plan_softmax,
+    "online_softmax.py": _plan_online_softmax,
+    "softmax_autograd.py": _plan_softmax_autograd,
+    "optimization_steps.py": _plan_optimization_steps,
+    "fused_mlp_tail.py": _plan_fused_mlp_tail,
+    "profiling.py": _plan_profiling,
+    "matmul.py": _plan_matmul,
+    "matmul_tma.py": _plan_matmul_tma,
+    "layernorm_linear.py": _plan_layernorm_linear,
+    "layernorm_linear_fold.py": _plan_layernorm_linear_fold,
+    "flash_attention.py": _plan_flash_attention,
+}
+
+
+# --------------------------------------------------------------- record ---
+def _describe(value):
+    """(signature type, constexpr value or None, 16-aligned) of one argument."""
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.compiler import BaseBackend
+
+    kind, key = native_specialize_impl(BaseBackend, value, False, True, True)
+    if kind == "constexpr":
+        return "constexpr", key, False
+    return kind, None, key == "D"
+
+
+def record() -> list[dict]:
+    """Every launch the plans make, in order, without running a kernel."""
+    import inspect
+
+    from triton.runtime import interpreter
+
+    from triton_course.snippet_modules import load_file
+
+    launches: list[dict] = []
+    current: dict = {}
+
+    def fake_run(self, *args, grid, warmup, **kwargs):
+        if warmup:
+            return None
+        params = inspect.signature(self.fn).parameters
+        options = {k: kwargs.pop(k) for k in ("num_warps", "num_stages") if k in kwargs}
+        bound = inspect.signature(self.fn).bind(*args, **kwargs)
+        bound.apply_defaults()
+        signature, constexprs, aligned = {}, {}, []
+        for name, value in bound.arguments.items():
+            if params[
+                name
+            ].annotation is not inspect.Parameter.empty and "constexpr" in str(
+                params[name].annotation
+            ):
+                value = False if name in GPU_ONLY_FLAGS else value
+                signature[name], constexprs[name] = "constexpr", value
+                continue
+            kind, const, is_aligned = _describe(value)
+            signature[name] = kind
+            if kind == "constexpr":
+                constexprs[name] = const
+            elif is_aligned:
+                aligned.append(name)
+        launches.append({
+            "snippet": current["snippet"], "kernel": self.fn.__name__,
+            "dtype": current["dtype"], "signature": signature,
+            "constexprs": constexprs, "aligned": aligned,
+            "options": {"num_warps": options.get("num_warps", 4),
+                        "num_stages": options.get("num_stages", 3)},
+        })  # fmt: skip
+        return None
+
+    interpreter.InterpretedFunction.run = fake_run
+    for snippet, plan in PLANS.items():
+        module = load_file(SNIPPETS / snippet)
+        for dtype, call in plan(module):
+            current.update(snippet=snippet, dtype=dtype)
+            call()
+    unique, seen = [], set()
+    for launch in launches:
+        key = json.dumps(launch, sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            unique.append(launch)
+    return unique
+
+
+# -------------------------------------------------------------- compile ---
+def config_label(launch: dict) -> str:
+    """Tile sizes, warps and stages: what tells two configs apart."""
+    const = launch["constexprs"]
+    tiles = [
+        f"{k}={v}" for k, v in const.items() if k.startswith("BLOCK") or k == "ROWS"
+    ]
+    opts = launch["options"]
+    return ", ".join(
+        [*tiles, f"{opts['num_warps']} warps", f"{opts['num_stages']} stages"]
+    )
+
+
+def group_label(launch: dict) -> str:
+    """Launches a page shows as one row: same kernel, dtype and head size (the
+    autotuner, or the launcher's own choice, picks among their configs)."""
+    parts = [launch["dtype"]] if launch["dtype"] else []
+    if "HEAD_DIM" in launch["constexprs"]:
+        parts.append(f"head_dim {launch['constexprs']['HEAD_DIM']}")
+    return ", ".join(parts)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return (text[-1] if text else type(error).__name__)[:160]
+
+
+def _no_ptx(src, metadata) -> str:
+    metadata["name"] = "not_compiled_further"  # make_ptx reads it from the PTX
+    return ""
+
+
+def _stop_at_llvm_ir() -> None:
+    """Compile only as far as LLVM IR, unoptimised. Everything the table
+    reports is fixed by then: shared memory is allocated in the MLIR passes
+    before it, and tl.dot's instruction (wgmma, mma.sync) and TMA copies are
+    inline PTX in it (an FMA dot has none). LLVM's O3, llc and ptxas would
+    add most of the time. The stub binaries must never be launched: this
+    process compiles into its own cache directory (``compile_all``)."""
+    from triton._C.libtriton import llvm
+    from triton.backends.nvidia.compiler import CUDABackend
+
+    if getattr(CUDABackend, "_course_stops_at_llir", False):
+        return
+    add_stages = CUDABackend.add_stages
+
+    def up_to_llir(self, stages, options, *rest, **kwargs):
+        add_stages(self, stages, options, *rest, **kwargs)
+        stages["ptx"] = _no_ptx
+        stages["cubin"] = lambda src, metadata: b""
+
+    CUDABackend.add_stages, CUDABackend._course_stops_at_llir = up_to_llir, True
+    llvm.optimize_module = lambda *args, **kwargs: None
+
+
+def compile_one(job: tuple[dict, int], full: bool = False) -> dict:
+    """One launch for one architecture: what happens there. ``full`` compiles
+    to a cubin instead (tests check the short path gives the same answer)."""
+    from triton_course import codegen
+
+    if not full:
+        _stop_at_llvm_ir()
+    from triton_course.snippet_modules import load_file
+
+    launch, arch = job
+    kernel = getattr(load_file(SNIPPETS / launch["snippet"]), launch["kernel"])
+    try:
+        compiled = codegen.compile_kernel(
+            kernel, arch, launch["signature"], launch["constexprs"],
+            launch["aligned"], **launch["options"],
+        )  # fmt: skip
+    except Exception as error:  # noqa: BLE001 - the message is the finding
+        return {"status": "does not compile", "detail": _first_line(error)}
+    llir, shared = compiled.asm["llir"], compiled.metadata.shared
+    result = {"shared": shared}
+    if "tt.dot" in compiled.asm["ttir"]:
+        if codegen.WGMMA.search(llir):
+            result["dot"] = "wgmma"
+        elif codegen.MMA.search(llir):
+            result["dot"] = "mma"
+        else:
+            result["dot"] = "FMA"
+    if "cp.async.bulk.tensor" in llir:
+        result["tma"] = True
+    result["status"] = (
+        "exceeds shared memory" if shared > SHARED_LIMIT[arch] else "runs"
+    )
+    return result
+
+
+def compile_all(launches: list[dict], workers: int | None = None) -> dict:
+    import tempfile
+
+    import triton
+
+    jobs = [(launch, arch) for launch in launches for arch in SHARED_LIMIT]
+    workers = workers or min(4, os.cpu_count() or 1)
+    with tempfile.TemporaryDirectory(prefix="support-cache-") as cache:
+        # never mix these PTX-only compiles into the cache real launches use
+        os.environ["TRITON_CACHE_DIR"] = cache
+        with ProcessPoolExecutor(workers) as pool:
+            results = list(pool.map(compile_one, jobs, chunksize=1))
+    rows = []
+    for i, launch in enumerate(launches):
+        per_arch = results[i * len(SHARED_LIMIT) : (i + 1) * len(SHARED_LIMIT)]
+        archs = [f"sm_{a}" for a in SHARED_LIMIT]
+        rows.append({
+            "snippet": launch["snippet"], "kernel": launch["kernel"],
+            "group": group_label(launch), "config": config_label(launch),
+            "archs": dict(zip(archs, per_arch, strict=True)),
+        })  # fmt: skip
+    return {
+        "triton": triton.__version__,
+        "written_by": "python -m triton_course.support table",
+        "shared_limit": {f"sm_{a}": b for a, b in SHARED_LIMIT.items()},
+        "gpus": {f"sm_{a}": g for a, g in ARCH_GPUS.items()},
+        "rows": rows,
+    }
+
+
+# ------------------------------------------------------------------ main ---
+def _record_in_interpreter() -> list[dict]:
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(REPO_ROOT))
+    done = subprocess.run(
+        [sys.executable, "-m", "triton_course.support", "record"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode:
+        raise RuntimeError(f"recording the launches failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout)
+
+
+def fresh_table() -> dict:
+    return compile_all(_record_in_interpreter())
+
+
+def differences(stored: dict, fresh: dict) -> list[str]:
+    """What a fresh compile says that the stored table does not, line by line."""
+    if stored.get("triton") != fresh["triton"]:
+        return [f"written with triton {stored.get('triton')}, compiled with "
+                f"{fresh['triton']}"]  # fmt: skip
+    key = lambda r: (r["snippet"], r["kernel"], r["group"], r["config"])  # noqa: E731
+    old = {key(r): r["archs"] for r in stored.get("rows", [])}
+    new = {key(r): r["archs"] for r in fresh["rows"]}
+    out = [f"new launch {k}" for k in new if k not in old]
+    out += [f"launch gone {k}" for k in old if k not in new]
+    out += [f"{k}: {old[k]} -> {new[k]}" for k in new if k in old and old[k] != new[k]]
+    if not out and stored != fresh:
+        out.append("the table's notes differ")
+    return out
+
+
+def write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")  # never half a file
+    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=["record", "table", "check", "fresh"])
+    parser.add_argument("out", nargs="?", help="fresh: where to write the table")
+    args = parser.parse_args(argv)
+    if args.command == "record":
+        if os.environ.get("TRITON_INTERPRET") != "1":
+            print("support record: run under TRITON_INTERPRET=1", file=sys.stderr)
+            return 2
+        print(json.dumps(record(), default=str))
+        return 0
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        print(
+            "support: unset TRITON_INTERPRET: kernels must be compiled", file=sys.stderr
+        )
+        return 2
+    if args.command == "fresh" and not args.out:
+        parser.error("fresh needs the path to write the table to")
+    table = fresh_table()
+    if args.command in ("table", "fresh"):
+        path = DATA if args.command == "table" else Path(args.out)
+        write_json(path, table)
+        print(
+            f"wrote {path}: {len(table['rows'])} launches x {len(SHARED_LIMIT)} targets"
+        )
+        return 0
+    stored = json.loads(DATA.read_text(encoding="utf-8"))
+    problems = differences(stored, table)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        print("run `python -m triton_course.support table`", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
