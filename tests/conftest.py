@@ -88,8 +88,8 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_collection_finish(session):
     """Start compiling the GPU-support table in the background as soon as its
-    test is selected: ~4 CPU-minutes, mostly on the core the interpreter
-    tests leave idle. tests/test_support.py waits for it."""
+    test is selected: ~4 CPU-minutes in one process, on the core the
+    interpreter tests (one thread) leave idle. tests/test_support.py waits."""
     if HAS_GPU or not any(
         item.nodeid.startswith("tests/test_support.py") for item in session.items
     ):
@@ -101,7 +101,14 @@ def pytest_collection_finish(session):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(REPO_ROOT)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "triton_course.support", "fresh", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "triton_course.support",
+            "fresh",
+            str(out),
+            "--workers=1",
+        ],
         cwd=REPO_ROOT,
         env=env,
         stdout=subprocess.PIPE,

@@ -107,11 +107,9 @@ def test_shared_memory_over_the_limit_is_reported_and_under_it_is_not():
             assert (result["status"] == "exceeds shared memory") == over
 
 
-@pytest.mark.parametrize("arch", [80, 90])
-def test_stopping_at_llvm_ir_gives_what_a_full_compile_gives(arch):
-    # The table compiles only to LLVM IR (fast); a full compile to a cubin,
-    # in its own process, must report the same shared memory, dot and TMA.
-    launch = next(
+@pytest.fixture(scope="module")
+def tma_gemm_launch():
+    return next(
         r
         for r in json.loads(
             subprocess.run(
@@ -125,6 +123,13 @@ def test_stopping_at_llvm_ir_gives_what_a_full_compile_gives(arch):
         )
         if r["kernel"] == "matmul_tma_persistent_kernel"
     )
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_stopping_at_llvm_ir_gives_what_a_full_compile_gives(arch, tma_gemm_launch):
+    # The table compiles only to LLVM IR (fast); a full compile to a cubin,
+    # in its own process, must report the same shared memory, dot and TMA.
+    launch = tma_gemm_launch
     code = (
         "import json, sys; from triton_course import support; "
         "job = json.loads(sys.stdin.read()); "

@@ -394,8 +394,8 @@ def _record_in_interpreter() -> list[dict]:
     return json.loads(done.stdout)
 
 
-def fresh_table() -> dict:
-    return compile_all(_record_in_interpreter())
+def fresh_table(workers: int | None = None) -> dict:
+    return compile_all(_record_in_interpreter(), workers)
 
 
 def differences(stored: dict, fresh: dict) -> list[str]:
@@ -424,6 +424,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=["record", "table", "check", "fresh"])
     parser.add_argument("out", nargs="?", help="fresh: where to write the table")
+    parser.add_argument(
+        "--workers", type=int, help="compile processes (default: cores, at most 4)"
+    )
     args = parser.parse_args(argv)
     if args.command == "record":
         if os.environ.get("TRITON_INTERPRET") != "1":
@@ -438,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.command == "fresh" and not args.out:
         parser.error("fresh needs the path to write the table to")
-    table = fresh_table()
+    table = fresh_table(args.workers)
     if args.command in ("table", "fresh"):
         path = DATA if args.command == "table" else Path(args.out)
         write_json(path, table)
