@@ -87,11 +87,14 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_collection_finish(session):
-    """Start compiling the GPU-support table in the background as soon as its
-    test is selected: ~4 CPU-minutes in one process, on the core the
-    interpreter tests (one thread) leave idle. tests/test_support.py waits."""
+    """Start compiling the GPU-support table in the background as soon as a
+    test that compares with it (fixture ``fresh``) is selected: ~4 CPU-minutes
+    in one process, at the lowest priority, on the core the interpreter tests
+    (one thread) leave idle. tests/test_support.py waits for it."""
     if HAS_GPU or not any(
-        item.nodeid.startswith("tests/test_support.py") for item in session.items
+        item.nodeid.startswith("tests/test_support.py")
+        and "fresh" in getattr(item, "fixturenames", ())
+        for item in session.items
     ):
         return
     import subprocess
@@ -116,14 +119,25 @@ def pytest_collection_finish(session):
         text=True,
         # lowest priority: it fills idle CPU instead of slowing the tests
         preexec_fn=lambda: os.nice(19),
+        start_new_session=True,  # its own group: stopped with its workers
     )
     session.config._course_support = (proc, out)
 
 
 def pytest_unconfigure(config):
-    proc, _ = getattr(config, "_course_support", (None, None))
-    if proc is not None and proc.poll() is None:
-        proc.kill()  # the run stopped early: no orphaned compiler
+    proc, out = getattr(config, "_course_support", (None, None))
+    if proc is None:
+        return
+    import contextlib
+    import shutil
+    import signal
+
+    if proc.poll() is None:  # the run stopped early: no orphaned compilers
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    # the table and the compile cache (support.py puts it beside the table)
+    shutil.rmtree(out.parent, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -126,7 +126,9 @@ def tma_gemm_launch():
 
 
 @pytest.mark.parametrize("arch", [80, 90])
-def test_stopping_at_llvm_ir_gives_what_a_full_compile_gives(arch, tma_gemm_launch):
+def test_stopping_at_llvm_ir_gives_what_a_full_compile_gives(
+    arch, tma_gemm_launch, tmp_path
+):
     # The table compiles only to LLVM IR (fast); a full compile to a cubin,
     # in its own process, must report the same shared memory, dot and TMA.
     launch = tma_gemm_launch
@@ -138,6 +140,8 @@ def test_stopping_at_llvm_ir_gives_what_a_full_compile_gives(arch, tma_gemm_laun
     )
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(REPO_ROOT)
+    # an empty cache: the full compile must not find an earlier stub binary
+    env["TRITON_CACHE_DIR"] = str(tmp_path)
     results = [
         json.loads(
             subprocess.run(

@@ -156,8 +156,7 @@ def _matmul_spec() -> KernelSpec | None:
 
 
 # ------------------------------------------------------------ compiling ---
-def _load(path: Path):
-    return load_file(path)
+_load = load_file  # one module per snippet file per process, shared with the tests
 
 
 def triton_version() -> str:

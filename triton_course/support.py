@@ -160,9 +160,11 @@ def _plan_layernorm_linear_fold(m):
 
 
 def _plan_flash_attention(m):
+    import torch
+
     for dtype in ("float16", "float32", "float8_e4m3fn"):
         for head_dim in (64, 128):
-            q = _t(1, 2, 256, head_dim).to(getattr(__import__("torch"), dtype))
+            q = _t(1, 2, 256, head_dim).to(getattr(torch, dtype))  # randn has no fp8
             yield dtype, lambda q=q: m.attention_forward(q, q, q, causal=True)
     for head_dim in (64, 128):
         q = _t(1, 2, 256, head_dim)
@@ -194,7 +196,8 @@ PLANS = {
 
 # --------------------------------------------------------------- record ---
 def _describe(value):
-    """(signature type, constexpr value or None, 16-aligned) of one argument."""
+    """(signature type, constexpr value or None, 16-aligned) of one argument,
+    as a launch specialises it."""
     from triton._C.libtriton import native_specialize_impl
     from triton.backends.compiler import BaseBackend
 
@@ -218,9 +221,10 @@ def record() -> list[dict]:
     def fake_run(self, *args, grid, warmup, **kwargs):
         if warmup:
             return None
-        params = inspect.signature(self.fn).parameters
+        signature_of_fn = inspect.signature(self.fn)
+        params = signature_of_fn.parameters
         options = {k: kwargs.pop(k) for k in ("num_warps", "num_stages") if k in kwargs}
-        bound = inspect.signature(self.fn).bind(*args, **kwargs)
+        bound = signature_of_fn.bind(*args, **kwargs)
         bound.apply_defaults()
         signature, constexprs, aligned = {}, {}, []
         for name, value in bound.arguments.items():
@@ -294,18 +298,32 @@ def _no_ptx(src, metadata) -> str:
     return ""
 
 
-def _stop_at_llvm_ir() -> None:
+def _stop_at_llvm_ir(cache_dir: str | None = None) -> None:
     """Compile only as far as LLVM IR, unoptimised. Everything the table
     reports is fixed by then: shared memory is allocated in the MLIR passes
     before it, and tl.dot's instruction (wgmma, mma.sync) and TMA copies are
     inline PTX in it (an FMA dot has none). LLVM's O3, llc and ptxas would
-    add most of the time. The stub binaries must never be launched: this
-    process compiles into its own cache directory (``compile_all``)."""
+    add most of the time.
+
+    The stub binaries must never be launched, nor found by a full compile of
+    the same kernel (the cache key does not know the stages were cut): this
+    process compiles into a cache directory of its own, ``cache_dir`` or a
+    temporary one removed at exit.
+    """
+    import atexit
+    import shutil
+    import tempfile
+
+    import triton
     from triton._C.libtriton import llvm
     from triton.backends.nvidia.compiler import CUDABackend
 
     if getattr(CUDABackend, "_course_stops_at_llir", False):
         return
+    if cache_dir is None:
+        cache_dir = tempfile.mkdtemp(prefix="support-cache-")
+        atexit.register(shutil.rmtree, cache_dir, True)
+    triton.knobs.cache.dir = cache_dir
     add_stages = CUDABackend.add_stages
 
     def up_to_llir(self, stages, options, *rest, **kwargs):
@@ -320,11 +338,15 @@ def _stop_at_llvm_ir() -> None:
 def compile_one(job: tuple[dict, int], full: bool = False) -> dict:
     """One launch for one architecture: what happens there. ``full`` compiles
     to a cubin instead (tests check the short path gives the same answer)."""
+    from triton.backends.nvidia.compiler import CUDABackend
+
     from triton_course import codegen
+    from triton_course.snippet_modules import load_file
 
     if not full:
         _stop_at_llvm_ir()
-    from triton_course.snippet_modules import load_file
+    elif getattr(CUDABackend, "_course_stops_at_llir", False):
+        raise RuntimeError("a full compile needs a process that made no short one")
 
     launch, arch = job
     kernel = getattr(load_file(SNIPPETS / launch["snippet"]), launch["kernel"])
@@ -352,17 +374,19 @@ def compile_one(job: tuple[dict, int], full: bool = False) -> dict:
     return result
 
 
-def compile_all(launches: list[dict], workers: int | None = None) -> dict:
+def compile_all(
+    launches: list[dict], workers: int | None = None, cache_root: Path | None = None
+) -> dict:
     import tempfile
 
     import triton
 
     jobs = [(launch, arch) for launch in launches for arch in SHARED_LIMIT]
     workers = workers or min(4, os.cpu_count() or 1)
-    with tempfile.TemporaryDirectory(prefix="support-cache-") as cache:
-        # never mix these PTX-only compiles into the cache real launches use
-        os.environ["TRITON_CACHE_DIR"] = cache
-        with ProcessPoolExecutor(workers) as pool:
+    with tempfile.TemporaryDirectory(prefix="support-cache-", dir=cache_root) as cache:
+        with ProcessPoolExecutor(
+            workers, initializer=_stop_at_llvm_ir, initargs=(cache,)
+        ) as pool:
             results = list(pool.map(compile_one, jobs, chunksize=1))
     rows = []
     for i, launch in enumerate(launches):
@@ -394,8 +418,8 @@ def _record_in_interpreter() -> list[dict]:
     return json.loads(done.stdout)
 
 
-def fresh_table(workers: int | None = None) -> dict:
-    return compile_all(_record_in_interpreter(), workers)
+def fresh_table(workers: int | None = None, cache_root: Path | None = None) -> dict:
+    return compile_all(_record_in_interpreter(), workers, cache_root)
 
 
 def differences(stored: dict, fresh: dict) -> list[str]:
@@ -441,7 +465,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.command == "fresh" and not args.out:
         parser.error("fresh needs the path to write the table to")
-    table = fresh_table(args.workers)
+    # fresh: the cache beside the table, so whoever removes one removes both
+    cache_root = Path(args.out).parent if args.command == "fresh" else None
+    table = fresh_table(args.workers, cache_root)
     if args.command in ("table", "fresh"):
         path = DATA if args.command == "table" else Path(args.out)
         write_json(path, table)
