@@ -349,8 +349,59 @@ def data_urls(g, name: str) -> tuple[str, str]:
     )
 
 
+def stated_targets(markdown: str) -> dict[str, list[dict]]:
+    """The targets a page states in its [[verdict]]s and [[measured ...
+    target=]]s, per benchmark: what its plots draw. Only Triton's ratio to a
+    peer and its share of the roofline are drawn; the selectors (dtype, size
+    parameters) say which sizes a target is stated for."""
+    found: dict[str, list[dict]] = {}
+    for regex in (_VERDICT_RE, _MEASURED_RE):
+        for m in regex.finditer(markdown):
+            args = _parse_args(m.group(1))
+            value, name = args.pop("value", ""), args.pop("bench", None)
+            if "target" not in args or args.pop("peer", "Triton") != "Triton":
+                continue
+            if value.startswith("ratio:"):
+                kind, peer = "ratio", value[len("ratio:") :]
+            elif value == "pct_roofline":
+                kind, peer = "roofline", None
+            else:
+                continue
+            try:
+                target = float(args.pop("target"))
+            except ValueError:
+                continue  # the directive itself reports it, with its context
+            args.pop("gpu", None)
+            stated = {"kind": kind, "peer": peer, "value": target, "where": args}
+            if name and stated not in found.setdefault(name, []):
+                found[name].append(stated)
+    return found
+
+
+def _plot_targets(bench: dict, name: str, stated: list[dict]) -> list[dict]:
+    """The stated targets with the rows of this GPU's data they are stated
+    for (a target whose sizes this GPU did not measure is not drawn)."""
+    out = []
+    for t in stated:
+        try:
+            rows = _selected_rows(bench, dict(t["where"]), name, "target")
+        except ValueError:
+            continue
+        keys = None if len(rows) == len(bench["rows"]) else {P.row_key(r) for r in rows}
+        out.append(
+            {"kind": t["kind"], "peer": t["peer"], "value": t["value"], "rows": keys}
+        )
+    return out
+
+
 def render_timings(
-    name: str, gpus: list, root: Path, page_url: str = "", target=None, vs=None
+    name: str,
+    gpus: list,
+    root: Path,
+    page_url: str = "",
+    target=None,
+    vs=None,
+    stated: list | tuple = (),
 ) -> str:
     measured = [g for g in gpus if name in g.benchmarks]
     if not measured:
@@ -373,8 +424,20 @@ def render_timings(
         # The picture first, drawn from the same data as the table below it.
         # Only a placeholder goes through Markdown and the search indexer:
         # on_post_page puts the SVG in (parsing it twice cost a second a build).
-        svg = " ".join(
-            P.render_svg(bench, g.gpu, ratio=True, target=target, vs=vs).split()
+        targets = _plot_targets(bench, name, stated)
+        svg = "".join(  # one for the page's column, one for a phone (CSS picks)
+            " ".join(
+                P.render_svg(
+                    bench,
+                    g.gpu,
+                    ratio=True,
+                    target=target,
+                    vs=vs,
+                    targets=targets,
+                    layout=layout,
+                ).split()
+            )  # fmt: skip
+            for layout in (P.WIDE, P.NARROW)
         )
         body.append(_defer(f'<div class="course-plot">{svg}</div>'))
         body.append("")
@@ -873,6 +936,7 @@ def render_notebook(nb_path: str, page, config, files) -> str:
 # ------------------------------------------------------------------- hook ---
 def on_page_markdown(markdown, page, config, files):
     gpus, root = _state["gpus"], _state["root"]
+    stated = stated_targets(markdown)
 
     def render(line: str) -> str:
         if m := _TABLE_RE.match(line.strip()):
@@ -885,8 +949,9 @@ def on_page_markdown(markdown, page, config, files):
                 )
             target = float(args["target"]) if "target" in args else None
             return render_timings(
-                m.group(1), gpus, root, page.file.url, target, args.get("vs")
-            )
+                m.group(1), gpus, root, page.file.url, target, args.get("vs"),
+                stated.get(m.group(1), ()),
+            )  # fmt: skip
         if m := _PLOT_RE.match(line.strip()):
             plots_dir = Path(config["docs_dir"]) / "assets" / "plots"
             return render_plot(m.group(1), gpus, root, plots_dir)

@@ -183,7 +183,9 @@ _TABS_JS = """() => {
   for (const block of document.querySelectorAll('.tabbed-block')) {
     const table = block.querySelector(':scope > .course-timings table');
     if (!table) continue;
-    const plot = block.querySelector(':scope > .course-plot svg');
+    // the plot drawn for this width (a wide and a narrow one are inlined)
+    const plot = [...block.querySelectorAll(':scope > .course-plot svg')]
+      .find(svg => svg.getClientRects().length);
     const cells = [...table.querySelectorAll('tbody td')];
     const wrapped = cells.filter(td => {
       const line = parseFloat(getComputedStyle(td).lineHeight) || 20;
@@ -251,21 +253,32 @@ def test_on_a_phone_tables_scroll_in_their_box_not_the_page(page, built_site):
     for url in _pages_with_timings(built_site[0]):
         page.goto(url)
         for tab in _show_every_tab(page):
-            assert tab["wrapped"] == 0, f"{url}: numeric cells wrap on a phone"
-            assert tab["box_scrolls"] in ("auto", "scroll"), f"{url}: {tab}"
+            where = f"{url} [{tab['label']}]"
+            assert tab["wrapped"] == 0, f"{where}: numeric cells wrap on a phone"
+            assert tab["box_scrolls"] in ("auto", "scroll"), f"{where}: {tab}"
+            assert tab["plot_before_table"], f"{where}: no plot on a phone"
+            assert tab["points"] >= tab["rows"], where
         page_width = page.evaluate("document.documentElement.scrollWidth")
         assert page_width <= 390, f"{url} scrolls sideways ({page_width} px)"
-        # plots keep readable text (11 SVG units ≥ 9 px) and scroll in their box
+        # the phone's own plot: drawn at about 1:1, so its 11-unit text stays
+        # at least 10 px, and it fits its box (nothing to scroll)
         plots = page.evaluate(
-            """() => [...document.querySelectorAll('.course-plot > svg')]
+            """() => [...document.querySelectorAll('.course-plot:not(.roofline) svg')]
               .filter(s => s.getClientRects().length)
-              .map(s => [s.getBoundingClientRect().width / s.viewBox.baseVal.width,
-                         getComputedStyle(s.parentElement).overflowX])"""
+              .map(s => {
+                const width = s.getBoundingClientRect().width;
+                return {cls: s.getAttribute('class'), width,
+                        scale: width / s.viewBox.baseVal.width,
+                        box: s.parentElement.clientWidth};
+              })"""
         )
         assert plots, url
-        for scale, overflow in plots:
-            assert 11 * scale >= 9, f"{url}: plot text {11 * scale:.1f} px"
-            assert overflow in ("auto", "scroll"), url
+        for plot in plots:
+            assert "narrow" in plot["cls"], f"{url}: the wide plot shows on a phone"
+            assert 11 * plot["scale"] >= 10, (
+                f"{url}: plot text {11 * plot['scale']:.1f} px"
+            )
+            assert plot["width"] <= plot["box"] + 1, f"{url}: {plot}"
     assert page.console_errors == []
 
 

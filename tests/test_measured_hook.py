@@ -2,6 +2,7 @@
 
 import copy
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -602,3 +603,59 @@ def test_a_timings_directive_with_bad_arguments_fails_the_build(
         tmp_path, {"fixture-gpu-a.json": fixture_doc()}, f"# P\n\n{directive}\n"
     )
     assert code != 0 and message in err, err[-1500:]
+
+
+def _svgs(html: str) -> list[str]:
+    """Every inlined plot SVG of a built page."""
+    return re.findall(r"<svg.*?</svg>", html, re.S)
+
+
+def test_targets_the_page_states_are_drawn_over_the_sizes_they_are_stated_for(
+    tmp_path,
+):
+    share = "bench=vector_add gpu=fixture-gpu-a value=pct_roofline"
+    eager = 'bench=vector_add gpu=fixture-gpu-a value="ratio:PyTorch eager"'
+    page = (
+        "# P\n\n[[timings vector_add]]\n\n"
+        f"A [[verdict {share} target=60 n_elements=>=65536]].\n\n"
+        f"B [[verdict {eager} target=1.1]].\n"
+    )
+    code, html, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
+    assert code == 0, err
+    wide = next(s for s in _svgs(html) if "course-plot-svg wide" in s)
+    # the roofline target sits on the rate panel, over the large size only
+    # (one size: a short mark), the ratio target on a panel against eager
+    roof = re.search(r'<line class="target" data-target="roofline:=60"[^>]*>', wide)
+    x1, x2 = (
+        float(re.search(rf'{a}="([\d.]+)"', roof.group()).group(1))
+        for a in ("x1", "x2")
+    )
+    assert x2 - x1 == 28 and "target 60 % of the roofline" in wide
+    assert 'data-target="ratio:PyTorch eager=1.1"' in wide
+    assert "Triton ÷ PyTorch eager — float32" in wide
+    assert "the fastest other implementation" not in wide
+
+
+def test_a_target_over_every_size_spans_the_panel_and_hides_partial_copies(tmp_path):
+    eager = 'bench=vector_add gpu=fixture-gpu-a value="ratio:PyTorch eager"'
+    page = (
+        '# P\n\n[[timings vector_add target=1.1 vs="PyTorch eager"]]\n\n'
+        f"A [[measured {eager} target=1.1 dtype=float32 n_elements=4096]].\n"
+    )
+    code, html, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
+    assert code == 0, err
+    wide = next(s for s in _svgs(html) if "course-plot-svg wide" in s)
+    lines = re.findall(r'<line class="target"[^>]*>', wide)
+    assert len(lines) == 1 and 'x1="64.0"' in lines[0], lines
+
+
+def test_every_plot_is_drawn_for_the_column_and_for_a_phone(tmp_path):
+    code, html, err = build(
+        tmp_path, {"fixture-gpu-a.json": fixture_doc()}, "[[timings vector_add]]\n"
+    )
+    assert code == 0, err
+    wide, narrow = _svgs(html)
+    assert 'viewBox="0 0 640 ' in wide and 'viewBox="0 0 350 ' in narrow
+    for svg in (wide, narrow):  # both carry every point
+        triton = svg[svg.find('data-peer="Triton"') :]
+        assert triton[: triton.find("</g>")].count('class="point"') == 2

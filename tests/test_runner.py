@@ -12,6 +12,7 @@ import copy
 import importlib.util
 import json
 import os
+import re
 import shutil
 import sys
 import threading
@@ -911,3 +912,44 @@ def test_warm_up_process_wiring(repo, monkeypatch, capsys):
     assert "tiny_scale: compiled in" in out and "6 call(s) failed" in out
     # It must leave most of the GPU's memory to the tests running beside it.
     assert fractions and 0 < fractions[0] <= 0.25
+
+
+def test_the_phone_plot_wraps_its_title_and_thins_its_size_labels():
+    rows = [
+        {
+            "size": {"M": m, "N": 4096},
+            "dtype": "float16",
+            "work": 1.0,
+            "results": {"Triton": {"median_ms": 1.0, "rate": 1.0 + m / 1e4}},
+        }
+        for m in range(256, 256 * 21, 256)
+    ]
+    bench = {
+        "title": "A benchmark with a title much longer than a phone is wide",
+        "params": ["M", "N"],
+        "peers": ["Triton"],
+        "unit": "TFLOP/s",
+        "roofline": {"name": "tensor-core peak", "value": 3.0, "unit": "TFLOP/s"},
+        "rows": rows,
+    }
+    gpu = {"name": "Fixture GPU"}
+    wide, narrow = (P.render_svg(bench, gpu, layout=L) for L in (P.WIDE, P.NARROW))
+    title_lines = lambda svg: len(re.findall(r'font-weight="600"', svg))  # noqa: E731
+    assert title_lines(wide) == 1 and title_lines(narrow) >= 2
+
+    # every size keeps its tick and its point; only the labels are thinned
+    def labels(svg, layout):
+        return svg.count(f"rotate(-{layout.slant})")
+
+    assert labels(wide, P.WIDE) == 20
+    assert 0 < labels(narrow, P.NARROW) <= P.NARROW.max_xlabels
+    for svg in (wide, narrow):
+        assert svg.count('class="point"') == 20
+    # no text runs past the phone plot's right edge (an estimate: 6.6 px a
+    # character at 11 px, as the layout assumes)
+    for attrs, text in re.findall(r"<text ([^>]*)>([^<]*)</text>", narrow):
+        if "translate(" in attrs:  # the rotated y label and slanted x labels
+            continue
+        x = float(re.search(r'x="([\d.]+)"', attrs).group(1))
+        right = x if 'text-anchor="end"' in attrs else x + 6.6 * len(text)
+        assert right <= P.NARROW.w + 1, text

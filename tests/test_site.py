@@ -2,6 +2,7 @@
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -217,3 +218,34 @@ def test_the_readme_states_the_pinned_cpu_versions_and_the_runners():
         for key in ("torch", "triton"):
             short = ".".join(prov[key].split("+")[0].split(".")[:2])
             assert f"| {short}" in gpu_row, (data.name, key, prov[key])
+
+
+_TARGET_RE = re.compile(r"\[\[(?:verdict|measured)\s+([^\]]*\btarget=[^\]]*)\]\]")
+
+
+def test_every_target_a_page_states_is_drawn_on_its_plot(built_site):
+    # "the target drawn where the page states one" (#14): each ratio or
+    # roofline target of a measured benchmark appears on that page's plot.
+    site = built_site[0]
+    measured = set()
+    for path in (REPO_ROOT / "data" / "timings").glob("*.json"):
+        measured |= set(json.loads(path.read_text("utf-8"))["benchmarks"])
+    checked = 0
+    for md in (REPO_ROOT / "docs").rglob("*.md"):
+        text = md.read_text(encoding="utf-8")
+        html = None
+        for m in _TARGET_RE.finditer(text):
+            args = dict(part.partition("=")[::2] for part in shlex.split(m.group(1)))
+            bench, value = args["bench"], args["value"]
+            if bench not in measured or f"[[timings {bench}" not in text:
+                continue
+            if value.startswith("ratio:"):
+                drawn = f"ratio:{value[len('ratio:') :]}={float(args['target']):g}"
+            elif value == "pct_roofline":
+                drawn = f"roofline:={float(args['target']):g}"
+            else:
+                continue
+            html = html or _html(site, md.relative_to(REPO_ROOT / "docs").as_posix())
+            assert f'data-target="{drawn}"' in html, f"{md.name}: {drawn}"
+            checked += 1
+    assert checked >= 10, checked
