@@ -63,6 +63,8 @@ def _kb(n: int) -> str:
 
 def _support_cell(results: list[dict], limit: int) -> str:
     """One kernel (all the configs it can launch with) on one architecture."""
+    if not results:  # the launcher raises a clear error there instead
+        return "refused by the launcher (below)"
     fits = [r for r in results if r["status"] == "runs"]
     compiled = [r for r in results if r["status"] != "does not compile"]
     if not compiled:
@@ -102,19 +104,24 @@ def render_support(snippets: list[str], root: Path) -> str:
     for (_, kernel, group), rows in groups.items():
         label = f"`{kernel}`" + (f", {group}" if group else "")
         cells = [
-            _support_cell([r["archs"][a] for r in rows], data["shared_limit"][a])
+            _support_cell(
+                [r["archs"][a] for r in rows if _launched_on(r, a)],
+                data["shared_limit"][a],
+            )
             for a in archs
         ]
         lines.append("| " + " | ".join([label, *cells]) + " |")
     failures = sorted(
         {r["archs"][a]["detail"] for rows in groups.values() for r in rows
-         for a in archs if r["archs"][a]["status"] == "does not compile"}
+         for a in archs if _launched_on(r, a)
+         and r["archs"][a]["status"] == "does not compile"}
     )  # fmt: skip
     lines += [
         "",
         f"*Compiled with triton {data['triton']} for each target on a machine "
         f"without a GPU (`{data['written_by']}`), at every config the launcher "
-        "or its autotuner can launch with, and each config's shared memory "
+        "or its autotuner can launch with on that GPU (a launcher that sizes "
+        "its tiles to the GPU is asked as each one), and each config's shared memory "
         "compared with the target's per-block limit ("
         + ", ".join(f"{a}: {_kb(b)}" for a, b in data["shared_limit"].items())
         + '). "k of n configs fit": the autotuner skips the others on that '
@@ -124,7 +131,20 @@ def render_support(snippets: list[str], root: Path) -> str:
     ]
     if failures:
         lines += ["", "*Compile errors: " + "; ".join(f"`{f}`" for f in failures) + "*"]
+    refused: dict[tuple, list[str]] = {}  # (dtype, message) -> archs
+    for r in data.get("refusals", []):
+        if r["snippet"] in snippets:
+            refused.setdefault((r["dtype"], r["message"]), []).append(r["arch"])
+    for (dtype, message), where in refused.items():
+        lines += ["", f"*The launcher refuses {dtype} on {', '.join(where)}: "
+                      f"“{message}”*"]  # fmt: skip
     return "\n".join(lines)
+
+
+def _launched_on(row: dict, arch: str) -> bool:
+    """Whether the launcher launches this config on that GPU (None: on
+    every GPU, the autotuner choosing among the configs that fit)."""
+    return row.get("launched_on") is None or arch in row["launched_on"]
 
 
 def on_page_markdown(markdown, page, config, files):

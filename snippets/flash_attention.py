@@ -350,23 +350,59 @@ HEAD_DIMS = (16, 32, 64, 128)
 
 
 def default_config(
-    direction: str = "forward", head_dim: int = 64, dtype=torch.float16
+    direction: str = "forward",
+    head_dim: int = 64,
+    dtype=torch.float16,
+    shared_kb: int = 227,
 ) -> dict:
-    """Tile sizes and launch options: the best of a small sweep on an H100 and
-    an H200 at the benchmark's shapes (see the lesson)."""
+    """Tile sizes and launch options for a GPU whose blocks may use `shared_kb`
+    KB of shared memory: on an H100 (227 KB) the best of a small sweep at the
+    benchmark's shapes (see the lesson); on smaller GPUs the largest tiles
+    that fit there (compiled for each, see "Which GPUs run these kernels")."""
+    itemsize = torch.empty((), dtype=dtype).element_size()
     if direction == "forward":  # 8 warps: two warpgroups of 64 query rows each
-        itemsize = torch.empty((), dtype=dtype).element_size()
         if itemsize == 4 and head_dim == 128:  # fp32 tiles: fit shared memory
             return {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 2}
-        if itemsize <= 2 and head_dim == 128:  # 128 x 128 score tiles
-            return {"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3}
+        if itemsize <= 2 and head_dim == 128:
+            if shared_kb >= 163:  # 128 x 128 score tiles: 160 KB
+                return {"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3}
+            if shared_kb >= 99:  # RTX 30xx/40xx, L4: 64 KB
+                return {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 2}
+            return {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 2}
+        if itemsize == 4 and shared_kb < 163:  # fp32, d <= 64: at most 64 KB
+            return {"BLOCK_M": 128, "BLOCK_N": 32, "num_warps": 8, "num_stages": 2}
         return {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 3}
     if direction == "backward":
         # Each backward program holds BLOCK_HELD rows (keys in the dK/dV
         # kernel, queries in the dQ kernel) and steps over the other side
         # BLOCK_STEP rows at a time.
+        if head_dim == 128 and shared_kb < 99:  # a T4's 64 KB
+            return {"BLOCK_HELD": 32, "BLOCK_STEP": 32, "num_warps": 4, "num_stages": 2}
         return {"BLOCK_HELD": 64, "BLOCK_STEP": 64, "num_warps": 4, "num_stages": 2}
     raise ValueError(f"direction must be 'forward' or 'backward', got {direction!r}")
+
+
+def device_limits(device: torch.device) -> dict:
+    """The GPU holding the tensors: its name, compute capability and the
+    shared memory (KB) one block may use. The interpreter has no GPU: it
+    answers as an H100, the GPU the defaults were tuned on."""
+    if device.type != "cuda":
+        return {"name": "NVIDIA H100 (interpreter)", "capability": (9, 0),
+                "shared_kb": 227}  # fmt: skip
+    props = torch.cuda.get_device_properties(device)
+    return {"name": props.name, "capability": (props.major, props.minor),
+            "shared_kb": props.shared_memory_per_block_optin // 1024}  # fmt: skip
+
+
+def _check_gpu(dtype, gpu: dict) -> None:
+    """Refuse, with a sentence, what this GPU cannot compile."""
+    major, minor = gpu["capability"]
+    if dtype == torch.float8_e4m3fn and (major, minor) < (8, 9):
+        raise TypeError(
+            f"float8_e4m3fn needs compute capability 8.9 or newer (Ada, Hopper); "
+            f"{gpu['name']} is {major}.{minor}. Use float8_e5m2, which compiles "
+            "there, or float16 (lesson 02, mixed precision)."
+        )
 
 
 def _check_inputs(named: dict, allowed: tuple) -> torch.Tensor:
@@ -422,10 +458,11 @@ def attention_forward(
     compute Q K^T in fp8 and P V in fp16 and return fp16.
     """
     _check_inputs({"q": q, "k": k, "v": v}, FORWARD_DTYPES)
+    gpu = device_limits(q.device)
+    _check_gpu(q.dtype, gpu)
     batch, heads, n_ctx, head_dim = q.shape
-    cfg = _tiles(
-        config, default_config("forward", head_dim, q.dtype), "BLOCK_M", "BLOCK_N"
-    )
+    tiles = default_config("forward", head_dim, q.dtype, gpu["shared_kb"])
+    cfg = _tiles(config, tiles, "BLOCK_M", "BLOCK_N")
     out_dtype = torch.float16 if q.dtype in FP8_DTYPES else q.dtype
     if out is None:
         out = torch.empty(q.shape, dtype=out_dtype, device=q.device)
@@ -465,7 +502,10 @@ def attention_backward(q, k, v, out, lse, dout, causal=False, config=None):
     if lse.shape != q.shape[:-1] or lse.dtype != torch.float32:
         raise ValueError("lse must be float32 of shape (batch, heads, n_ctx)")
     batch, heads, n_ctx, head_dim = q.shape
-    cfg = _tiles(config, default_config("backward"), "BLOCK_HELD", "BLOCK_STEP")
+    tiles = default_config(
+        "backward", head_dim, q.dtype, device_limits(q.device)["shared_kb"]
+    )
+    cfg = _tiles(config, tiles, "BLOCK_HELD", "BLOCK_STEP")
     dq, dk, dv = (torch.empty_like(t) for t in (q, k, v))
     if q.numel() == 0:
         return dq, dk, dv

@@ -396,6 +396,81 @@ def test_default_forward_tiles_follow_head_dim_and_dtype():
         assert cfg["BLOCK_M"] % cfg["BLOCK_N"] == 0
 
 
+# ------------------------------------------------- other GPUs (#16 item 4) ---
+# Shared memory one block may use on each generation, KB (support.SHARED_LIMIT)
+OTHER_GPUS = {
+    "T4 (sm_75)": ((7, 5), 64),
+    "A100 (sm_80)": ((8, 0), 163),
+    "RTX 4090 (sm_89)": ((8, 9), 99),
+}
+
+
+def _as_gpu(monkeypatch, name):
+    capability, shared_kb = OTHER_GPUS[name]
+    gpu = {"name": name, "capability": capability, "shared_kb": shared_kb}
+    monkeypatch.setattr(fa, "device_limits", lambda device: gpu)
+
+
+@pytest.mark.parametrize("name", list(OTHER_GPUS))
+def test_the_launchers_size_their_tiles_to_the_gpu_and_stay_correct(
+    name, monkeypatch, seeded
+):
+    # Asked as each GPU, the launchers take the tiles default_config gives for
+    # its shared memory (the support table checks they fit there) and the
+    # results stay right. On a GPU this runs the smaller tiles for real.
+    _as_gpu(monkeypatch, name)
+    launched = []
+
+    class Spy:  # kernel[grid](...), noting the launch options
+        def __getitem__(self, grid, kernel=fa._attention_fwd_kernel):
+            launch = kernel[grid]
+            return lambda *a, **kw: launched.append(kw) or launch(*a, **kw)
+
+    monkeypatch.setattr(fa, "_attention_fwd_kernel", Spy())
+    q, k, v = qkv(1, 2, 200, 128, torch.float16)
+    out, _ = fa.attention_forward(q, k, v, causal=True)
+    assert_close(out, fa.attention_ref(q, k, v, True))
+    want = fa.default_config("forward", 128, torch.float16, OTHER_GPUS[name][1])
+    assert launched and launched[0]["BLOCK_N"] == want["BLOCK_N"]
+    assert launched[0]["num_stages"] == want["num_stages"]
+    _check_gradients(q, k, v, True, config=None, bwd_config=None)
+
+
+def test_tiles_shrink_with_shared_memory():
+    big, mid, small = (
+        fa.default_config("forward", 128, torch.float16, kb) for kb in (227, 99, 64)
+    )
+    area = lambda c: c["BLOCK_M"] * c["BLOCK_N"] * c["num_stages"]  # noqa: E731
+    assert area(big) > area(mid) > area(small)
+    assert fa.default_config("forward", 128, torch.float16, 163) == big
+    bwd_small = fa.default_config("backward", 128, torch.float16, 64)
+    assert bwd_small["BLOCK_HELD"] < fa.default_config("backward", 128)["BLOCK_HELD"]
+
+
+@pytest.mark.parametrize("name", ["T4 (sm_75)", "A100 (sm_80)"])
+def test_fp8_e4m3_is_refused_before_sm89_with_a_sentence(name, monkeypatch):
+    _as_gpu(monkeypatch, name)
+    q = torch.randn(1, 1, 32, 64, device=DEVICE).to(torch.float8_e4m3fn)
+    with pytest.raises(TypeError, match=r"needs compute capability 8\.9.*float8_e5m2"):
+        fa.attention_forward(q, q, q)
+    assert name.split(" ")[0] in _message(lambda: fa.attention_forward(q, q, q))
+
+
+def _message(call) -> str:
+    try:
+        call()
+    except TypeError as error:
+        return str(error)
+    raise AssertionError("no error")
+
+
+@pytest.mark.gpu
+def test_the_device_reports_its_own_limits():
+    gpu = fa.device_limits(torch.device("cuda"))
+    assert gpu["capability"] == torch.cuda.get_device_capability()
+    assert gpu["shared_kb"] >= 64 and gpu["name"] == torch.cuda.get_device_name()
+
+
 # -------------------------------------------------------------- bad input ---
 def _good():
     return qkv(1, 1, 8, 16, torch.float16)

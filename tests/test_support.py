@@ -120,7 +120,7 @@ def tma_gemm_launch():
                 text=True,
                 check=True,
             ).stdout
-        )
+        )["launches"]
         if r["kernel"] == "matmul_tma_persistent_kernel"
     )
 
@@ -194,3 +194,54 @@ def test_the_page_table_counts_configs_and_names_the_limit(tmp_path):
     (broken / "support.json").write_text("{")
     with pytest.raises(ValueError, match="support table"):
         hook.render_support(["matmul.py"], tmp_path)
+
+
+def _group_rows():
+    groups: dict[tuple, list] = {}
+    for row in STORED["rows"]:
+        groups.setdefault((row["snippet"], row["kernel"], row["group"]), []).append(row)
+    return groups
+
+
+def test_on_every_gpu_each_launcher_launches_what_fits_or_refuses():
+    # #16 item 4. A launcher that sizes its tiles to the GPU (launched_on set)
+    # must pick a config that fits wherever it launches; an autotuner needs
+    # one config that fits; where a launcher launches nothing it must have
+    # refused with a sentence naming the GPU.
+    refused = {(r["snippet"], r["dtype"], r["arch"]) for r in STORED["refusals"]}
+    sized = 0
+    for (snippet, kernel, group), rows in _group_rows().items():
+        for arch in STORED["shared_limit"]:
+            here = [
+                r for r in rows if r["launched_on"] is None or arch in r["launched_on"]
+            ]
+            status = [r["archs"][arch]["status"] for r in here]
+            where = f"{kernel}, {group} on {arch}"
+            if not here:
+                assert (snippet, group.split(",")[0], arch) in refused, where
+            elif here[0]["launched_on"] is not None:
+                sized += 1
+                assert set(status) == {"runs"}, f"{where}: {status}"
+            else:
+                assert "runs" in status, f"{where}: no config fits"
+    assert sized >= 5 * 8  # flash attention: every dtype and head size, 5 GPUs
+    for r in STORED["refusals"]:
+        assert "compute capability" in r["message"] and r["arch"] in r["message"]
+
+
+def test_flash_attention_takes_smaller_tiles_where_shared_memory_is_smaller():
+    rows = [
+        r
+        for r in STORED["rows"]
+        if r["kernel"] == "_attention_fwd_kernel"
+        and r["group"] == "float16, head_dim 128"
+    ]
+    chosen = {
+        arch: next(r["config"] for r in rows if arch in r["launched_on"])
+        for arch in STORED["shared_limit"]
+    }
+    assert chosen["sm_90"] == chosen["sm_80"] != chosen["sm_86"] == chosen["sm_89"]
+    assert chosen["sm_75"] not in (chosen["sm_86"], chosen["sm_90"])
+    # fp8 e4m3: refused before sm_89, where it would not compile
+    fp8 = {r["arch"] for r in STORED["refusals"] if r["dtype"] == "float8_e4m3fn"}
+    assert fp8 == {"sm_75", "sm_80", "sm_86"}

@@ -160,19 +160,37 @@ def _plan_layernorm_linear_fold(m):
 
 
 def _plan_flash_attention(m):
+    """The launchers size their tiles to the GPU (device_limits): asked as
+    each architecture in turn, they launch what they would launch there, or
+    refuse."""
     import torch
 
-    for dtype in ("float16", "float32", "float8_e4m3fn"):
+    for arch, limit in SHARED_LIMIT.items():
+        gpu = {"name": f"an sm_{arch} GPU", "capability": divmod(arch, 10),
+               "shared_kb": limit // 1024}  # fmt: skip
+
+        def as_gpu(call, gpu=gpu):
+            def run():
+                saved, m.device_limits = m.device_limits, lambda device: gpu
+                try:
+                    call()
+                finally:
+                    m.device_limits = saved
+
+            return run
+
+        for dtype in ("float16", "float32", "float8_e4m3fn", "float8_e5m2"):
+            for head_dim in (64, 128):
+                q = _t(1, 2, 256, head_dim).to(getattr(torch, dtype))  # randn: no fp8
+                call = lambda q=q: m.attention_forward(q, q, q, causal=True)  # noqa: E731
+                yield dtype, as_gpu(call), f"sm_{arch}"
         for head_dim in (64, 128):
-            q = _t(1, 2, 256, head_dim).to(getattr(torch, dtype))  # randn has no fp8
-            yield dtype, lambda q=q: m.attention_forward(q, q, q, causal=True)
-    for head_dim in (64, 128):
-        q = _t(1, 2, 256, head_dim)
-        lse = _t(1, 2, 256, dtype="float32")
-        yield (
-            "float16",
-            lambda q=q, lse=lse: m.attention_backward(q, q, q, q, lse, q, causal=True),
-        )
+            q = _t(1, 2, 256, head_dim)
+            lse = _t(1, 2, 256, dtype="float32")
+            call = lambda q=q, lse=lse: m.attention_backward(  # noqa: E731
+                q, q, q, q, lse, q, causal=True
+            )
+            yield "float16", as_gpu(call), f"sm_{arch}"
 
 
 PLANS = {
@@ -207,8 +225,12 @@ def _describe(value):
     return kind, None, key == "D"
 
 
-def record() -> list[dict]:
-    """Every launch the plans make, in order, without running a kernel."""
+def record() -> dict:
+    """Every launch the plans make, in order, without running a kernel, and
+    what the launchers refuse. A plan yields (dtype, call) for a launcher
+    that launches the same on every GPU, or (dtype, call, arch) for one asked
+    as that GPU: its launches carry ``archs``, and an error it raises there
+    is a refusal."""
     import inspect
 
     from triton.runtime import interpreter
@@ -244,7 +266,8 @@ def record() -> list[dict]:
                 aligned.append(name)
         launches.append({
             "snippet": current["snippet"], "kernel": self.fn.__name__,
-            "dtype": current["dtype"], "signature": signature,
+            "dtype": current["dtype"], "archs": current["archs"],
+            "signature": signature,
             "constexprs": constexprs, "aligned": aligned,
             "options": {"num_warps": options.get("num_warps", 4),
                         "num_stages": options.get("num_stages", 3)},
@@ -252,18 +275,29 @@ def record() -> list[dict]:
         return None
 
     interpreter.InterpretedFunction.run = fake_run
+    refusals: list[dict] = []
     for snippet, plan in PLANS.items():
         module = load_file(SNIPPETS / snippet)
-        for dtype, call in plan(module):
-            current.update(snippet=snippet, dtype=dtype)
-            call()
-    unique, seen = [], set()
+        for dtype, call, *arch in plan(module):
+            archs = arch or None
+            current.update(snippet=snippet, dtype=dtype, archs=archs)
+            if archs is None:
+                call()
+                continue
+            try:
+                call()
+            except (TypeError, ValueError) as error:  # the launcher refuses
+                refusals.append({"snippet": snippet, "dtype": dtype,
+                                 "arch": archs[0], "message": str(error)})  # fmt: skip
+    # One entry per distinct launch, with every GPU it is launched on
+    unique: dict[str, dict] = {}
     for launch in launches:
-        key = json.dumps(launch, sort_keys=True, default=str)
-        if key not in seen:
-            seen.add(key)
-            unique.append(launch)
-    return unique
+        key = json.dumps({**launch, "archs": None}, sort_keys=True, default=str)
+        if key not in unique:
+            unique[key] = launch
+        elif launch["archs"] is not None and unique[key]["archs"] is not None:
+            unique[key]["archs"] = unique[key]["archs"] + launch["archs"]
+    return {"launches": list(unique.values()), "refusals": refusals}
 
 
 # -------------------------------------------------------------- compile ---
@@ -375,12 +409,13 @@ def compile_one(job: tuple[dict, int], full: bool = False) -> dict:
 
 
 def compile_all(
-    launches: list[dict], workers: int | None = None, cache_root: Path | None = None
+    recorded: dict, workers: int | None = None, cache_root: Path | None = None
 ) -> dict:
     import tempfile
 
     import triton
 
+    launches = recorded["launches"]
     jobs = [(launch, arch) for launch in launches for arch in SHARED_LIMIT]
     workers = workers or min(4, os.cpu_count() or 1)
     with tempfile.TemporaryDirectory(prefix="support-cache-", dir=cache_root) as cache:
@@ -395,6 +430,7 @@ def compile_all(
         rows.append({
             "snippet": launch["snippet"], "kernel": launch["kernel"],
             "group": group_label(launch), "config": config_label(launch),
+            "launched_on": launch["archs"],  # None: every GPU
             "archs": dict(zip(archs, per_arch, strict=True)),
         })  # fmt: skip
     return {
@@ -403,11 +439,12 @@ def compile_all(
         "shared_limit": {f"sm_{a}": b for a, b in SHARED_LIMIT.items()},
         "gpus": {f"sm_{a}": g for a, g in ARCH_GPUS.items()},
         "rows": rows,
+        "refusals": recorded["refusals"],
     }
 
 
 # ------------------------------------------------------------------ main ---
-def _record_in_interpreter() -> list[dict]:
+def _record_in_interpreter() -> dict:
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(REPO_ROOT))
     done = subprocess.run(
         [sys.executable, "-m", "triton_course.support", "record"],
@@ -427,12 +464,16 @@ def differences(stored: dict, fresh: dict) -> list[str]:
     if stored.get("triton") != fresh["triton"]:
         return [f"written with triton {stored.get('triton')}, compiled with "
                 f"{fresh['triton']}"]  # fmt: skip
-    key = lambda r: (r["snippet"], r["kernel"], r["group"], r["config"])  # noqa: E731
+    key = lambda r: (  # noqa: E731
+        r["snippet"], r["kernel"], r["group"], r["config"], str(r["launched_on"])
+    )  # fmt: skip
     old = {key(r): r["archs"] for r in stored.get("rows", [])}
     new = {key(r): r["archs"] for r in fresh["rows"]}
     out = [f"new launch {k}" for k in new if k not in old]
     out += [f"launch gone {k}" for k in old if k not in new]
     out += [f"{k}: {old[k]} -> {new[k]}" for k in new if k in old and old[k] != new[k]]
+    if stored.get("refusals") != fresh["refusals"]:
+        out.append(f"refusals: {stored.get('refusals')} -> {fresh['refusals']}")
     if not out and stored != fresh:
         out.append("the table's notes differ")
     return out
