@@ -17,6 +17,7 @@ import triton.language as tl
 
 # --8<-- [end:imports]
 
+# --8<-- [start:checks]
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
@@ -52,6 +53,9 @@ def _check_out(out, n: int, like: torch.Tensor) -> torch.Tensor:
     if not out.is_contiguous():
         raise ValueError("out must be contiguous")
     return out
+
+
+# --8<-- [end:checks]
 
 
 # ------------------------------------------------------------- coalescing ---

@@ -8,6 +8,8 @@ legitimately varies: the device name, timings and memory addresses.
 import json
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 from conftest import REPO_ROOT
@@ -21,6 +23,9 @@ VOLATILE = (
     # one line per size and kernel, on the CPU a single "skipped" line.
     ("/cells/*/outputs", r"timing: [^\n]*(?:\ntiming: [^\n]*)*", "timing: <masked>"),
     ("/cells/*/outputs", r"0x[0-9a-fA-F]+", "0x<address>"),
+    # The set-up cell's report of where it ran and with which versions
+    ("/cells/*/outputs", r"this notebook: [^\n]*", "this notebook: <where>"),
+    ("/cells/*/outputs", r"versions: [^\n]*", "versions: <versions>"),
 )
 
 
@@ -148,3 +153,66 @@ def test_reproduction_check_still_sees_a_changed_output(tmp_path):
     fixture = _regression_fixture(path.parent)
     with pytest.raises(NBRegressionError, match="not what it printed"):
         fixture.check(_as_compared(changed, fixture.post_processors))
+
+
+# ------------------------------------------------------ the set-up cell (#16) ---
+SETUP = nb.snippet_section("_setup.py", "setup")
+
+
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
+def test_every_notebook_starts_by_saying_where_it_runs(recipe):
+    cells = json.loads(nb.notebook_path(recipe).read_text(encoding="utf-8"))["cells"]
+    first = next(c for c in cells if c["cell_type"] == "code")
+    assert "".join(first["source"]) == SETUP
+    printed = "".join("".join(o.get("text", "")) for o in first["outputs"])
+    for line in ("running on:", "this notebook:", "versions: torch"):
+        assert line in printed, f"{recipe.stem}: no {line!r} in {printed!r}"
+
+
+def test_every_lesson_with_code_has_its_notebook_button():
+    pages = sorted((REPO_ROOT / "docs" / "gpu-architecture").glob("0*.md"))
+    pages += [
+        p
+        for p in (REPO_ROOT / "docs" / "triton-series").glob("*.md")
+        if p.name != "index.md"
+    ]
+    assert len(pages) >= 8
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert '--8<-- "' in text, f"{page.name} embeds no code"
+        match = re.search(r"\[\[notebook \.\./notebooks/(\w+)\.ipynb\]\]", text)
+        assert match, f"{page.name} has no notebook button"
+        assert (nb.OUTPUT_DIR / f"{match.group(1)}.ipynb").is_file()
+
+
+def _run_setup(name, major, minor, shared_bytes):
+    """The set-up cell in a fresh process whose torch reports one fake GPU."""
+    code = (
+        "import types, torch\n"
+        "torch.cuda.is_available = lambda: True\n"
+        "torch.cuda.get_device_properties = lambda i: types.SimpleNamespace(\n"
+        f"    name={name!r}, major={major}, minor={minor},\n"
+        f"    shared_memory_per_block_optin={shared_bytes})\n"
+        f"exec({SETUP!r})\n"
+        "import os; print('DEVICE', DEVICE, os.environ.get('TRITON_INTERPRET'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_the_setup_reports_a_t4_and_runs_on_it():
+    out = _run_setup("Tesla T4", 7, 5, 65536)
+    assert "Tesla T4, compute capability 7.5, 64 KB of shared memory" in out
+    assert "this notebook: every cell runs here" in out
+    assert "DEVICE cuda None" in out
+
+
+def test_the_setup_falls_back_to_the_interpreter_on_a_gpu_triton_cannot_use():
+    out = _run_setup("Tesla P100", 6, 0, 49152)
+    assert "Triton needs compute capability 7.5 or newer" in out
+    assert "Tesla P100 is 6.0" in out and "T4 GPU" in out
+    assert "DEVICE cpu 1" in out

@@ -47,6 +47,8 @@ def snippet_section(
 ) -> str:
     """The text between a snippet's ``[start:section]`` and ``[end:section]``."""
     path = snippets_dir / snippet
+    if snippet.startswith("_"):  # notebook-only code, kept beside the recipes
+        path = RECIPES_DIR / snippet
     if not path.is_file():
         raise NotebookError(f"snippet {path} not found")
     lines = path.read_text(encoding="utf-8").splitlines()
