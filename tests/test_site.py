@@ -249,3 +249,49 @@ def test_every_target_a_page_states_is_drawn_on_its_plot(built_site):
             assert f'data-target="{drawn}"' in html, f"{md.name}: {drawn}"
             checked += 1
     assert checked >= 10, checked
+
+
+_LAUNCHER_INCLUDE = re.compile(r'--8<--\s+"[\w.-]+\.py:\w*launchers?"')
+_RUN_LINK = re.compile(r'<p class="course-run"><a href="([^"#]+)#(cell-id=[\w-]+)"')
+
+
+def test_every_launcher_on_a_page_links_to_its_notebook_cell(built_site):
+    # #16 item 1: a code block that is a complete unit (a launcher with its
+    # kernel) has a visible way to run it: a link to the notebook cell
+    site = built_site[0]
+    pages = 0
+    for md in DOCS.rglob("*.md"):
+        wanted = len(_LAUNCHER_INCLUDE.findall(md.read_text(encoding="utf-8")))
+        if not wanted:
+            continue
+        pages += 1
+        rel = md.relative_to(DOCS).as_posix()
+        html = _html(site, rel)
+        links = _RUN_LINK.findall(html)
+        assert len(links) == wanted, f"{rel}: {len(links)} links, {wanted} launchers"
+        page_dir = (site / rel[: -len(".md")]).resolve()
+        for href, anchor in links:
+            target = (page_dir / href / "index.html").resolve()
+            assert f'id="{anchor}"' in target.read_text(encoding="utf-8"), href
+    assert pages >= 8
+
+
+def test_a_launcher_in_no_notebook_fails_the_build(tmp_path):
+    (tmp_path / "docs" / "notebooks").mkdir(parents=True)
+    (tmp_path / "docs" / "index.md").write_text(
+        '# P\n\n```python\n--8<-- "vector_add.py:launcher"\n```\n'
+    )
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: t\n"
+        f"hooks:\n  - {REPO_ROOT / 'hooks' / 'run_links.py'}\n"
+        "markdown_extensions:\n"
+        f"  - pymdownx.snippets: {{base_path: [{REPO_ROOT / 'snippets'}]}}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", "site"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode != 0
+    assert "vector_add.py:launcher is on a page but in no notebook" in done.stderr

@@ -1,0 +1,79 @@
+"""MkDocs hook: a "Run this" link under every code block that shows a launcher.
+
+A launcher section (``--8<-- "FILE.py:launcher"``, ``...:launchers`` or
+``...:*_launcher``) is the complete unit a reader can run: the launcher with
+its kernel. Under each code block that embeds one, this hook adds a link to
+the companion-notebook cell holding the same code, found by comparing the
+section's text with the cells of ``docs/notebooks/*.ipynb`` (the notebook
+builder copies sections verbatim). A launcher that no notebook holds fails
+the build, so every such block stays runnable from its page.
+
+Pure Python (json): the docs build needs neither torch nor triton.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from mkdocs.exceptions import PluginError
+from mkdocs.utils import get_relative_url
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:  # the hooks must work without an install
+    sys.path.insert(0, str(REPO_ROOT))
+
+from triton_course.notebooks import snippet_section  # noqa: E402
+
+_FENCE_RE = re.compile(r"^(\s*)(```|~~~)")
+_LAUNCHER_RE = re.compile(r'--8<--\s+"([\w.-]+\.py):(\w*launchers?)"')
+_cells: dict[str, tuple[str, str]] = {}  # cell source -> (notebook stem, cell id)
+
+
+def on_config(config):
+    _cells.clear()
+    for path in sorted((Path(config["docs_dir"]) / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "code":
+                source = "".join(cell["source"])
+                _cells.setdefault(source, (path.stem, cell["id"]))
+    return config
+
+
+def run_link(snippet: str, section: str, page_url: str) -> str:
+    """The HTML link to the notebook cell holding this section."""
+    where = _cells.get(snippet_section(snippet, section))
+    if where is None:
+        raise PluginError(
+            f"{snippet}:{section} is on a page but in no notebook: add --8<-- "
+            f'"{snippet}:{section}" to a recipe in notebooks/ and run make notebooks'
+        )
+    stem, cell = where
+    url = get_relative_url(f"notebooks/{stem}/", page_url) + f"#cell-id={cell}"
+    return (
+        f'<p class="course-run"><a href="{url}">▶ Run this code</a>: it is a '
+        f"cell of the <code>{stem}</code> notebook, which opens in Colab.</p>"
+    )
+
+
+def on_page_markdown(markdown, page, config, files):
+    out, fence, launchers = [], None, []
+    for line in markdown.split("\n"):
+        out.append(line)
+        m = _FENCE_RE.match(line)
+        if fence is None:
+            if m:
+                fence = (m.group(1), m.group(2))
+            continue
+        if m and m.group(1) == fence[0] and m.group(2) == fence[1]:
+            # the closing fence: the links go under the block, as indented
+            if launchers:
+                out.append("")
+                out += [fence[0] + run_link(s, sec, page.file.url)
+                        for s, sec in launchers]  # fmt: skip
+            fence, launchers = None, []
+        elif found := _LAUNCHER_RE.search(line):
+            launchers.append(found.groups())
+    return "\n".join(out)
