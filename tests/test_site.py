@@ -295,3 +295,13 @@ def test_a_launcher_in_no_notebook_fails_the_build(tmp_path):
     )
     assert done.returncode != 0
     assert "vector_add.py:launcher is on a page but in no notebook" in done.stderr
+
+
+def test_notebook_pages_stay_out_of_the_search_index(built_site):
+    # their code is the lessons' own: indexed, every code hit would come twice
+    index = json.loads(
+        (built_site[0] / "search" / "search_index.json").read_text("utf-8")
+    )
+    locations = [doc["location"] for doc in index["docs"]]
+    assert locations and not [loc for loc in locations if "notebooks/" in loc]
+    assert any(loc.startswith("gpu-architecture/02-") for loc in locations)
