@@ -38,12 +38,13 @@ if DEVICE == "cpu":
 
 import triton  # noqa: E402  (after TRITON_INTERPRET is decided)
 
-# What of this notebook runs here: every cell. Launchers that size their tiles
-# to the GPU read its shared memory themselves; a cell that needs a newer GPU
-# checks CAPABILITY and says so instead of failing. Timing cells need a GPU.
+# What of this notebook runs here. No cell is skipped on a GPU: the launchers
+# size their tiles to its shared memory, and each lesson's table "Which GPUs
+# run these kernels" shows what was compiled for each GPU generation. Timing
+# cells need a GPU.
 print(
     "this notebook:",
-    "every cell runs here"
+    "no cell is skipped here"
     if DEVICE == "cuda"
     else "every cell runs here, slowly; the timing cells are skipped",
 )

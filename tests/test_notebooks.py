@@ -207,7 +207,7 @@ def _run_setup(name, major, minor, shared_bytes):
 def test_the_setup_reports_a_t4_and_runs_on_it():
     out = _run_setup("Tesla T4", 7, 5, 65536)
     assert "Tesla T4, compute capability 7.5, 64 KB of shared memory" in out
-    assert "this notebook: every cell runs here" in out
+    assert "this notebook: no cell is skipped here" in out
     assert "DEVICE cuda None" in out
 
 
