@@ -139,8 +139,8 @@ def _wrap(text: str, width_px: float, px_per_char: float) -> list[str]:
 
 def _header(out: list, L: Layout, y0: float, title: str, legend: list) -> float:
     """The panel's title and legend; returns the header's height. Wide: the
-    legend sits right of the title line's second row; narrow: the title
-    wraps and legend entries flow onto lines of their own.
+    legend is one right-aligned line under the title; narrow: the title
+    wraps and the legend entries flow onto as many lines as they need.
 
     `legend` holds (key_svg_maker or None, text) pairs; a maker draws the
     key at (x, y)."""
