@@ -103,13 +103,14 @@ def render_support(snippets: list[str], root: Path) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for (_, kernel, group), rows in groups.items():
         label = f"`{kernel}`" + (f", {group}" if group else "")
-        cells = [
-            _support_cell(
-                [r["archs"][a] for r in rows if _launched_on(r, a)],
-                data["shared_limit"][a],
-            )
-            for a in archs
-        ]
+        cells = []
+        for a in archs:
+            here = [r for r in rows if _launched_on(r, a)]
+            cell = _support_cell([r["archs"][a] for r in here], data["shared_limit"][a])
+            if len(here) == 1 and here[0]["launched_on"] is not None:
+                # a launcher that sizes its tiles to the GPU: what it picks there
+                cell += f" · picks {here[0]['config']}"
+            cells.append(cell)
         lines.append("| " + " | ".join([label, *cells]) + " |")
     failures = sorted(
         {r["archs"][a]["detail"] for rows in groups.values() for r in rows

@@ -245,3 +245,20 @@ def test_flash_attention_takes_smaller_tiles_where_shared_memory_is_smaller():
     # fp8 e4m3: refused before sm_89, where it would not compile
     fp8 = {r["arch"] for r in STORED["refusals"] if r["dtype"] == "float8_e4m3fn"}
     assert fp8 == {"sm_75", "sm_80", "sm_86"}
+
+
+def test_the_page_says_which_tiles_a_sizing_launcher_picks_on_each_gpu():
+    sys.path.insert(0, str(REPO_ROOT))
+    from hooks import codegen as hook
+
+    md = hook.render_support(["flash_attention.py"], REPO_ROOT)
+    row = next(
+        ln
+        for ln in md.splitlines()
+        if ln.startswith("| `_attention_fwd_kernel`, float16, head_dim 128")
+    )
+    cells = dict(zip(STORED["shared_limit"], row.split(" | ")[1:], strict=True))
+    assert "picks BLOCK_M=128, BLOCK_N=128, 8 warps, 3 stages" in cells["sm_90"]
+    assert "picks BLOCK_M=128, BLOCK_N=64, 8 warps, 2 stages" in cells["sm_86"]
+    assert "picks BLOCK_M=64, BLOCK_N=32" in cells["sm_75"]
+    assert "refused by the launcher" in md  # fp8 e4m3 before sm_89
