@@ -38,15 +38,20 @@ if DEVICE == "cpu":
 
 import triton  # noqa: E402  (after TRITON_INTERPRET is decided)
 
-# What of this notebook runs here. No cell is skipped on a GPU: the launchers
-# size their tiles to its shared memory, and each lesson's table "Which GPUs
-# run these kernels" shows what was compiled for each GPU generation. Timing
+# What of this notebook runs here. The launchers size their tiles to the
+# GPU's shared memory, and each lesson's table "Which GPUs run these kernels"
+# shows what was compiled for each GPU generation. A cell written for Hopper
+# checks CAPABILITY and skips itself with a sentence on older GPUs. Timing
 # cells need a GPU.
-print(
-    "this notebook:",
-    "no cell is skipped here"
-    if DEVICE == "cuda"
-    else "every cell runs here, slowly; the timing cells are skipped",
-)
+if DEVICE == "cpu":
+    runs_here = "every cell runs here, slowly; the timing cells are skipped"
+elif CAPABILITY >= (9, 0):
+    runs_here = "no cell is skipped here"
+else:
+    runs_here = (
+        "a cell written for Hopper (compute capability 9.0) skips itself and "
+        "says why; every other cell runs here"
+    )
+print("this notebook:", runs_here)
 print(f"versions: torch {torch.__version__}, triton {triton.__version__}")
 # --8<-- [end:setup]

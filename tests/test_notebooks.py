@@ -207,8 +207,26 @@ def _run_setup(name, major, minor, shared_bytes):
 def test_the_setup_reports_a_t4_and_runs_on_it():
     out = _run_setup("Tesla T4", 7, 5, 65536)
     assert "Tesla T4, compute capability 7.5, 64 KB of shared memory" in out
-    assert "this notebook: no cell is skipped here" in out
+    assert "a cell written for Hopper (compute capability 9.0) skips itself" in out
     assert "DEVICE cuda None" in out
+    h100 = _run_setup("NVIDIA H100 80GB HBM3", 9, 0, 232448)
+    assert "227 KB of shared memory" in h100 and "no cell is skipped here" in h100
+
+
+def test_cells_written_for_hopper_skip_themselves_before_it():
+    # the TMA kernels are run by the course only on Hopper (their snippet's
+    # main refuses older GPUs): a notebook cell launching them checks first
+    guarded = 0
+    for recipe in RECIPES:
+        cells = json.loads(nb.notebook_path(recipe).read_text(encoding="utf-8"))
+        for cell in cells["cells"]:
+            source = "".join(cell["source"])
+            if cell["cell_type"] == "code" and "matmul_tma(" in source:
+                if "def matmul_tma(" in source:
+                    continue  # the launcher itself
+                assert "CAPABILITY < (9, 0)" in source, f"{recipe.stem}: {source[:80]}"
+                guarded += 1
+    assert guarded >= 1
 
 
 def test_the_setup_falls_back_to_the_interpreter_on_a_gpu_triton_cannot_use():
