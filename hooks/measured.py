@@ -436,7 +436,7 @@ def render_timings(
                     targets=targets,
                     layout=layout,
                 ).split()
-            )  # fmt: skip
+            )
             for layout in (P.WIDE, P.NARROW)
         )
         body.append(_defer(f'<div class="course-plot">{svg}</div>'))

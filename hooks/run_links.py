@@ -6,7 +6,8 @@ its kernel. Under each code block that embeds one, this hook adds a link to
 the companion-notebook cell holding the same code, found by comparing the
 section's text with the cells of ``docs/notebooks/*.ipynb`` (the notebook
 builder copies sections verbatim). A launcher that no notebook holds fails
-the build, so every such block stays runnable from its page.
+the build, so every such block stays runnable from its page. It also keeps
+the notebook pages out of the search index (their code is the lessons').
 
 Pure Python (json): the docs build needs neither torch nor triton.
 """

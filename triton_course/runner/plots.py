@@ -222,6 +222,7 @@ def _frame(
         )
         tick += step
     every = math.ceil(len(xs) / L.max_xlabels)  # thin the labels, keep the ticks
+    slant = 0 if numeric else L.slant
     for i, v in enumerate(xs):  # x ticks
         x = L.left + (v - lo) / span * plot_w
         label = None
@@ -232,7 +233,6 @@ def _frame(
                 label = f'2<tspan dy="-5" font-size="8">{int(v)}</tspan>'
             else:
                 label = escape(f"{2**v:.0f}")
-        slant = 0 if numeric else L.slant
         out.append(_xtick(x, y0 + top + plot_h, label, slant))
     out.append(
         f'<path d="M{L.left},{y0 + top} V{y0 + top + plot_h} H{L.w - L.right}" '
