@@ -241,11 +241,23 @@ def render_table(bench: dict, gpu: dict, legacy: bool = False) -> str:
         f"commit `{str(prov['commit'])[:10]}`. {method} "
         f"{unit} counts {'bytes moved' if bench['metric'] == 'bandwidth' else 'FLOPs'}"
         f" per call; the roofline, {roof['name']} = {_fmt_number(roof['value'])} "
-        f"{roof['unit']}, was measured in the same run."
+        f"{roof['unit']}, was measured in the same run{_raised_note(roof)}."
     )
     return (
         f'<div class="course-timings">{_html_table(head, rows)}</div>'
         f"<p><em>{_inline_code(caption)}</em></p>"
+    )
+
+
+def _raised_note(roof: dict) -> str:
+    """Where a contender beat the probe, the ceiling is its rate: say whose."""
+    by = roof.get("raised_by")
+    if not by:
+        return ""
+    return (
+        f" (the probe gave {_fmt_number(roof['probe_value'])} {roof['unit']}; "
+        f"{by['contender']} in {by['benchmark']} went faster, and its rate is "
+        "the ceiling)"
     )
 
 

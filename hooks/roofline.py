@@ -88,8 +88,11 @@ def ceilings(bench_map: dict) -> tuple[float | None, float | None]:
     Every benchmark of one metric carries the same measured roofline; if a
     file mixes runs, the highest value is the ceiling.
     """
-    bw = [
-        b["roofline"]["value"] for b in bench_map.values() if b["metric"] == "bandwidth"
+    bw = [  # DRAM's: a benchmark held in L2 has a roofline of its own
+        b["roofline"]["value"]
+        for b in bench_map.values()
+        if b["metric"] == "bandwidth"
+        and b["roofline"].get("ceiling", "bandwidth") == "bandwidth"
     ]
     fl = [
         b["roofline"]["value"] for b in bench_map.values() if b["metric"] == "compute"

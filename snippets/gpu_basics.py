@@ -9,7 +9,6 @@ Run it:  TRITON_INTERPRET=1 python snippets/gpu_basics.py   (CPU, interpreter)
 """
 
 # --8<-- [start:imports]
-import os
 
 import torch
 import triton
@@ -22,8 +21,8 @@ SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def _interpreting() -> bool:
-    # Under TRITON_INTERPRET=1 the kernels run on the CPU, on CPU tensors.
-    return os.environ.get("TRITON_INTERPRET") == "1"
+    # Triton interprets on the CPU when TRITON_INTERPRET is 1, true, on or yes
+    return triton.knobs.runtime.interpret
 
 
 def _check_input(name: str, x) -> None:
@@ -130,10 +129,6 @@ def persistent_copy_kernel(
 
 # --8<-- [end:persistent_kernel]
 
-# The compiled kernels the GPU launches return, by num_warps: `occupancy_report`
-# reads their register and shared-memory use after the benchmark.
-_COMPILED: dict = {}
-
 
 # --8<-- [start:persistent_launcher]
 def persistent_copy(x, num_programs, num_warps=4, out=None):
@@ -148,11 +143,9 @@ def persistent_copy(x, num_programs, num_warps=4, out=None):
         return out
     # 32 threads per warp, each moving one 16-byte vector per loop trip.
     block_size = 32 * num_warps * (16 // x.element_size())
-    compiled = persistent_copy_kernel[(num_programs,)](
+    persistent_copy_kernel[(num_programs,)](
         x, out, x.numel(), BLOCK_SIZE=block_size, num_warps=num_warps
     )
-    if compiled is not None:  # the interpreter returns nothing
-        _COMPILED[num_warps] = compiled
     return out
 
 
@@ -194,15 +187,32 @@ SM90_LIMITS = {
 }
 
 
+def _compiled_persistent_copies(warp_counts) -> dict:
+    """{num_warps: the CompiledKernel the GPU runs}: one tiny launch each (a
+    launch returns the compiled kernel; the interpreter returns nothing)."""
+    if not torch.cuda.is_available() or _interpreting():
+        return {}
+    x = torch.zeros(1, device="cuda")
+    found = {}
+    for num_warps in sorted(set(warp_counts)):
+        block_size = 32 * num_warps * (16 // x.element_size())
+        found[num_warps] = persistent_copy_kernel[(1,)](
+            x, torch.empty_like(x), 1, BLOCK_SIZE=block_size, num_warps=num_warps
+        )
+    return found
+
+
 def occupancy_report() -> dict:
-    """Registers, spills and occupancy of each compiled persistent_copy_kernel."""
+    """Registers, spills and occupancy of persistent_copy_kernel at each
+    num_warps the latency-hiding benchmark launches."""
     limits = dict(SM90_LIMITS)
     if torch.cuda.is_available():
         props = torch.cuda.get_device_properties(0)
         limits["max_warps"] = props.max_threads_per_multi_processor // 32
         limits["regs"] = getattr(props, "regs_per_multiprocessor", limits["regs"])
+    warp_counts = [_hiding_num_warps(size["warps_per_sm"]) for size in HIDING_SIZES]
     kernels = []
-    for num_warps, kernel in sorted(_COMPILED.items()):
+    for num_warps, kernel in _compiled_persistent_copies(warp_counts).items():
         regs = getattr(kernel, "n_regs", None)
         shared = getattr(getattr(kernel, "metadata", None), "shared", 0) or 0
         kernels.append(
@@ -299,9 +309,14 @@ def _copy_bytes(size, dtype):
 
 
 # Latency hiding: the same copy with 1 .. 64 warps resident per SM.
+def _hiding_num_warps(warps_per_sm: int) -> int:
+    # at most 4 warps a program; more warps per SM come from more programs
+    return min(warps_per_sm, 4)
+
+
 def _persistent_inputs(size, dtype, device):
     warps = size["warps_per_sm"]
-    num_warps = min(warps, 4)
+    num_warps = _hiding_num_warps(warps)
     programs = _sm_count(device) * (warps // num_warps)
     return (
         torch.randn(size["n_elements"], dtype=dtype, device=device),

@@ -19,7 +19,7 @@ Run it:  TRITON_INTERPRET=1 python snippets/layernorm_linear_fold.py  (CPU)
 """
 
 # --8<-- [start:imports]
-import os
+import contextlib
 from typing import NamedTuple
 
 import torch
@@ -41,7 +41,8 @@ class FoldedLinear(NamedTuple):
 
 def fold_layernorm(weight, bias, ln_weight, ln_bias) -> FoldedLinear:
     """Fold LayerNorm's affine part into the Linear after it. Done once per
-    set of weights (at load time in a model), not per call."""
+    set of weights (at load time in a model), not per call. The result is a
+    copy: after any change to the four tensors, fold again."""
     w32 = weight.float()
     folded = (w32 * ln_weight.float()[None, :]).to(weight.dtype)
     # c from W' as rounded, so that W' x - mean * c is exactly W' (x - mean)
@@ -209,10 +210,12 @@ INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 2}
 
 # --8<-- [start:launcher]
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
-# Above |mean| / std = 1000 the fold's error grows past 1.5x that of PyTorch's
-# unfused LayerNorm + Linear in float16 (tests/test_layernorm_linear_fold.py
-# measures it); such rows take the exact path.
-FOLD_LIMIT = 1000.0
+# The fold's extra error grows with |mean| / std: the GEMM's float32 sums
+# round relative to |mean| * |c|, and the subtraction then cancels all but
+# std / |mean| of it. On an H100 in float16 at 1024 x 4096 x 1024 the fold
+# alone broke 1.5x PyTorch's error at a ratio of 100 (the GPU tests check
+# the launcher at that size). Rows beyond 10 take the exact path.
+FOLD_LIMIT = 10.0
 
 
 def layernorm_linear_folded(
@@ -240,13 +243,21 @@ def layernorm_linear_folded(
         raise TypeError(
             f"dtypes differ: x is {x.dtype}, weight is {folded.weight.dtype}"
         )
-    if folded.weight.device != x.device:
-        raise ValueError(f"weight is on {folded.weight.device} but x is on {x.device}")
+    for name, t in folded._asdict().items():
+        if t.device != x.device:
+            raise ValueError(f"folded {name} is on {t.device} but x is on {x.device}")
+        if name != "weight" and (t.shape != (n,) or t.dtype != torch.float32):
+            raise ValueError(f"folded {name} must be float32 of shape ({n},)")
+        if not t.is_contiguous():
+            raise ValueError(f"folded {name} must be contiguous")
     if out is None:
         out = torch.empty((m, n), dtype=x.dtype, device=x.device)
     elif out.shape != (m, n) or out.dtype != x.dtype or out.device != x.device:
         raise ValueError(f"out must be ({m}, {n}) with x's dtype and device")
     _check_descriptor_ready({"x": x, "weight": folded.weight, "out": out})
+    for name, t in {"x": x, **folded._asdict()}.items():
+        if _overlaps(out, t):  # programs would read what others already wrote
+            raise ValueError(f"out must not share memory with {name}")
     if not eps > 0:
         raise ValueError(f"eps must be positive, got {eps}")
     if m == 0 or n == 0:
@@ -255,7 +266,8 @@ def layernorm_linear_folded(
     mean = torch.empty(m, dtype=torch.float32, device=x.device)
     rstd = torch.empty(m, dtype=torch.float32, device=x.device)
     block = min(1024, triton.next_power_of_2(k))
-    row_stats_kernel[(m,)](x, mean, rstd, k, x.stride(0), eps, BLOCK=block)
+    with _on(x.device):
+        row_stats_kernel[(m,)](x, mean, rstd, k, x.stride(0), eps, BLOCK=block)
 
     triton.set_allocator(_scratch)  # device-side descriptors need a little scratch
     programs = _num_sms(x.device)
@@ -271,14 +283,13 @@ def layernorm_linear_folded(
 
     if config is None and _interpreting():
         config = INTERPRETER_CONFIG
-    if config is None:
-        fold_kernel_autotuned[grid](*args, fold_limit, **flags)
-    else:
-        layernorm_linear_fold_kernel[grid(config)](*args, fold_limit, **flags, **config)
+    with _on(x.device):  # Triton launches on the current GPU, not x's
+        if config is None:
+            fold_kernel_autotuned[grid](*args, fold_limit, **flags)
+        else:
+            kernel = layernorm_linear_fold_kernel[grid(config)]
+            kernel(*args, fold_limit, **flags, **config)
     return out
-
-
-_FOLD_CACHE: dict = {}
 
 
 def layernorm_linear(
@@ -286,9 +297,11 @@ def layernorm_linear(
 ):
     """LayerNorm then Linear, with the same arguments as the PyTorch pair.
 
-    The weights are folded on the first call and the result kept while none
-    of the four tensors changes (a model folds once when it loads; see
-    fold_layernorm). Every call then costs the statistics pass and the GEMM.
+    It folds the weights on every call, so it is right whatever changed them
+    since the last one. A model that calls it with the same weights many
+    times folds once (fold_layernorm) and calls layernorm_linear_folded,
+    folding again when it changes the weights: no cache could notice every
+    change (``w.data.copy_(...)`` leaves ``w._version`` as it was).
     """
     _check_x(x)
     k = x.shape[1]
@@ -316,14 +329,7 @@ def layernorm_linear(
         raise ValueError(
             f"bias must have shape ({weight.shape[0]},), got {tuple(bias.shape)}"
         )
-    # the key changes when a tensor is replaced or written in place (_version)
-    key = tuple((t.data_ptr(), t._version, t.shape) for t in named.values()) + (
-        bias is None,
-    )
-    folded = _FOLD_CACHE.get(key)
-    if folded is None:
-        _FOLD_CACHE.clear()  # one layer's fold at a time: enough for a benchmark
-        folded = _FOLD_CACHE[key] = fold_layernorm(weight, bias, ln_weight, ln_bias)
+    folded = fold_layernorm(weight, bias, ln_weight, ln_bias)
     return layernorm_linear_folded(x, folded, eps, out=out, config=config)
 
 
@@ -361,6 +367,21 @@ def _check_descriptor_ready(tensors: dict):
             raise ValueError(f"{name} must start on a 16-byte boundary (call .clone())")
 
 
+def _overlaps(a, b) -> bool:
+    # whether two dense tensors' bytes intersect
+    if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    a1, b1 = a0 + a.numel() * a.element_size(), b0 + b.numel() * b.element_size()
+    return a0 < b1 and b0 < a1
+
+
+def _on(device):
+    return (
+        torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+    )
+
+
 def _scratch(size: int, alignment: int, stream):
     return torch.empty(size, dtype=torch.int8, device="cuda")
 
@@ -372,7 +393,8 @@ def _num_sms(device) -> int:
 
 
 def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET") == "1"
+    # Triton interprets on the CPU when TRITON_INTERPRET is 1, true, on or yes
+    return triton.knobs.runtime.interpret
 
 
 # --8<-- [end:launcher]
@@ -395,9 +417,9 @@ def layernorm_linear_ref(x, weight, bias, ln_weight, ln_bias, eps=1e-5):
 # `ratio` times larger than the rest, as some LLMs' hidden states have.
 ACCURACY_CASES = [
     ("ordinary", None, 0),
-    ("|mean| / std", "offset", 10),
-    ("|mean| / std", "offset", 100),
-    ("|mean| / std", "offset", 1000),
+    ("|mean| / std", "offset", 5),
+    ("|mean| / std", "offset", 30),
+    ("|mean| / std", "offset", 300),
     ("|mean| / std", "offset", 3000),
     ("massive features", "massive", 300),
     ("massive features", "massive", 3000),

@@ -11,7 +11,6 @@ Run it:  TRITON_INTERPRET=1 python snippets/matmul_tma.py   (CPU, interpreter)
 """
 
 # --8<-- [start:imports]
-import os
 
 import torch
 import triton
@@ -363,7 +362,8 @@ def _num_sms(device) -> int:
 
 
 def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET") == "1"
+    # Triton interprets on the CPU when TRITON_INTERPRET is 1, true, on or yes
+    return triton.knobs.runtime.interpret
 
 
 # --8<-- [end:launcher]

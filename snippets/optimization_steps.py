@@ -9,7 +9,6 @@ Run it:  TRITON_INTERPRET=1 python snippets/optimization_steps.py   (CPU)
 """
 
 # --8<-- [start:imports]
-import os
 
 import torch
 import triton
@@ -193,8 +192,8 @@ def rowsum_v3(x, out=None, config=None):
 
 
 def _interpreting() -> bool:
-    # Under TRITON_INTERPRET=1 the kernel runs on the CPU, on CPU tensors.
-    return os.environ.get("TRITON_INTERPRET") == "1"
+    # Triton interprets on the CPU when TRITON_INTERPRET is 1, true, on or yes
+    return triton.knobs.runtime.interpret
 
 
 # --8<-- [end:launcher]

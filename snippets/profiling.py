@@ -6,7 +6,6 @@ Run it:  TRITON_INTERPRET=1 python snippets/profiling.py   (CPU: correctness onl
 """
 
 # --8<-- [start:imports]
-import os
 import statistics
 
 import torch
@@ -123,7 +122,8 @@ def bias_gelu(x, bias, out=None, block_size=1024):
 
 
 def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET") == "1"
+    # Triton interprets on the CPU when TRITON_INTERPRET is 1, true, on or yes
+    return triton.knobs.runtime.interpret
 
 
 # --8<-- [end:launchers]
@@ -311,6 +311,7 @@ BENCHMARKS = [
         "dtypes": ["float32"],
         "metric": "bandwidth",
         "work": _add_bytes_hot,
+        "ceiling": "l2",  # % of the L2's copy bandwidth, not DRAM's
         "make_inputs": _add_inputs,
         "triton": add_hot,
         "peers": {"PyTorch eager": torch_add_hot},

@@ -10,7 +10,6 @@ Run it:  TRITON_INTERPRET=1 python snippets/softmax.py   (CPU, interpreter)
 """
 
 # --8<-- [start:imports]
-import os
 
 import torch
 import triton
@@ -164,8 +163,8 @@ def softmax_rows(x, out=None, block_rows=None):
 
 
 def _interpreting() -> bool:
-    # Under TRITON_INTERPRET=1 the kernel runs on the CPU, on CPU tensors.
-    return os.environ.get("TRITON_INTERPRET") == "1"
+    # Triton interprets on the CPU when TRITON_INTERPRET is 1, true, on or yes
+    return triton.knobs.runtime.interpret
 
 
 # --8<-- [end:launcher]

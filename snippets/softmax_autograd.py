@@ -120,8 +120,10 @@ def _autotuned(kernel):
     # The autotuner wraps the plain @triton.jit kernel instead of decorating
     # it, so the CPU tests (where autotuning cannot run: it needs a GPU driver
     # to time configs) can still launch the kernel itself with a fixed config.
+    # Each autotuner gets its own copy of the list: Triton keeps the list it is
+    # given, and torch.compile refuses one list reached through two autotuners.
     return triton.autotune(
-        configs=_CONFIGS,
+        configs=list(_CONFIGS),
         key=["n_cols"],  # re-tune per row length (and, implicitly, per dtype)
         prune_configs_by={"early_config_prune": _prune_configs},
     )(kernel)
@@ -138,8 +140,8 @@ MAX_COLS = 32768  # a whole row must fit in one program's registers
 
 
 def _interpreting() -> bool:
-    # Under TRITON_INTERPRET=1 the kernels run on the CPU, on CPU tensors.
-    return os.environ.get("TRITON_INTERPRET") == "1"
+    # Triton interprets on the CPU when TRITON_INTERPRET is 1, true, on or yes
+    return triton.knobs.runtime.interpret
 
 
 def _check(name, t, like=None):

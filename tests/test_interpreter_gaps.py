@@ -16,10 +16,17 @@ from conftest import REPO_ROOT
 PROBE = REPO_ROOT / "tests" / "interpreter_gaps_probe.py"
 
 
-def _run(*gaps: str) -> dict:
+def _run(*gaps: str, hide_gpu: bool = True) -> dict:
+    # The page lists what a learner meets on a machine without a GPU. On the
+    # GPU runner's machine the child hides the GPU, so the claim is checked
+    # as stated there too (with a GPU visible, the interpreted autotuner finds
+    # a driver and does not fail).
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    if hide_gpu:
+        env["CUDA_VISIBLE_DEVICES"] = ""
     done = subprocess.run(
         [sys.executable, str(PROBE), *gaps],
-        env=dict(os.environ, TRITON_INTERPRET="1"),
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,
@@ -63,6 +70,6 @@ def test_torch_compile_of_a_triton_op_fails_on_the_cpu(cpu_gaps):
 
 @pytest.mark.gpu  # needs CUDA tensors; the runner runs it
 def test_cuda_tensors_work_in_the_interpreter_copied_to_the_host_and_back():
-    found = _run("cuda_tensors")["cuda_tensors"]
+    found = _run("cuda_tensors", hide_gpu=False)["cuda_tensors"]
     assert found["out_device"].startswith("cuda")
     assert found["max_error"] < 1e-6

@@ -80,6 +80,102 @@ def test_the_fold_is_redone_when_a_weight_changes_in_place(seeded):
     _assert_close_to_pytorch(second, args, factor=2.0)
 
 
+# ------------------------------------- weights that change between calls ---
+def _model(k=32, n=16, dtype=torch.float16):
+    """A LayerNorm and a Linear holding _inputs' weights, as a model would."""
+    _, weight, bias, gamma, beta = _inputs(1, k, n, dtype)
+    model = torch.nn.ModuleDict(
+        {"ln": torch.nn.LayerNorm(k), "lin": torch.nn.Linear(k, n)}
+    ).to(device=DEVICE, dtype=dtype)
+    with torch.no_grad():
+        for p, value in zip(_params(model), (weight, bias, gamma, beta), strict=True):
+            p.copy_(value)
+    return model
+
+
+def _params(model):
+    return [model.lin.weight, model.lin.bias, model.ln.weight, model.ln.bias]
+
+
+def _call(x, model):
+    with torch.no_grad():
+        return lf.layernorm_linear(x, *_params(model), config=SMALL)
+
+
+def _same_address(model, name, new):
+    # a new tensor object over the old one's memory (as when a freed weight's
+    # block is handed to its replacement), its contents written through .data
+    old = dict(model.named_parameters())[name]
+    old.data.copy_(new)
+    fresh = torch.empty(0, dtype=old.dtype, device=old.device)
+    fresh.set_(old.untyped_storage(), 0, old.shape, old.stride())
+    module, attr = name.split(".")
+    setattr(model[module], attr, torch.nn.Parameter(fresh))
+
+
+def _load_state_dict(model, name, new):
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    state[name] = new
+    model.load_state_dict(state)
+
+
+def _no_grad_copy(model, name, new):
+    with torch.no_grad():
+        dict(model.named_parameters())[name].copy_(new)
+
+
+def _in_place_add(model, name, new):
+    with torch.no_grad():
+        p = dict(model.named_parameters())[name]
+        p.add_(new - p)
+
+
+def _assign_data(model, name, new):
+    dict(model.named_parameters())[name].data = new.clone()
+
+
+CHANGES = {
+    "add_": _in_place_add,
+    "data.copy_": lambda m, name, new: dict(m.named_parameters())[name].data.copy_(new),
+    "no_grad copy_": _no_grad_copy,
+    "data =": _assign_data,
+    "same address": _same_address,
+    "load_state_dict": _load_state_dict,
+}
+
+
+@pytest.mark.parametrize("name", ["lin.weight", "lin.bias", "ln.weight", "ln.bias"])
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_the_launcher_is_right_after_every_way_of_changing_a_weight(
+    change, name, seeded
+):
+    # issue #28: a fold cached on (address, _version, shape) missed the
+    # changes that leave those as they were, and gave a silently wrong result
+    model = _model()
+    x = _inputs(20, 32, 16, torch.float16)[0]
+    before = _call(x, model)
+    old = dict(model.named_parameters())[name]
+    CHANGES[change](model, name, (old.detach().float() * -1.5 + 0.25).to(old.dtype))
+    after = _call(x, model)
+    args = [x, *(p.detach() for p in _params(model))]
+    assert not torch.equal(before, after)
+    _assert_close_to_pytorch(after, args, factor=2.0)
+
+
+def test_a_folded_layer_is_a_copy_that_the_caller_folds_again(seeded):
+    # the explicit path: fold_layernorm copies the weights; a change to them
+    # reaches layernorm_linear_folded only through a new fold
+    args = _inputs(20, 32, 16, torch.float16)
+    folded = lf.fold_layernorm(*args[1:])
+    first = lf.layernorm_linear_folded(args[0], folded, config=SMALL)
+    args[1].data.copy_(-args[1])
+    assert torch.equal(lf.layernorm_linear_folded(args[0], folded, config=SMALL), first)
+    refolded = lf.fold_layernorm(*args[1:])
+    _assert_close_to_pytorch(
+        lf.layernorm_linear_folded(args[0], refolded, config=SMALL), args, factor=2.0
+    )
+
+
 def test_folded_weights_are_what_the_algebra_says():
     args = _inputs(1, 24, 16, torch.float16)
     _, weight, bias, gamma, beta = args
@@ -113,15 +209,36 @@ def test_the_fold_alone_loses_accuracy_past_the_boundary(accuracy):
     assert r["fold"] > 1.5 * r["PyTorch"], r
     assert r["launcher"] == r["exact"] and r["launcher"] <= 1.5 * r["PyTorch"]
     assert lf.FOLD_LIMIT < 3000
+    for ratio in (30, 300):  # past the boundary the launcher is exact too
+        r = accuracy[("float16", "|mean| / std", ratio)]
+        assert r["launcher"] == r["exact"] <= 1.5 * r["PyTorch"], r
 
 
 def test_the_fold_is_as_accurate_as_pytorch_below_the_boundary(accuracy):
-    for ratio in (10, 100):
-        r = accuracy[("float16", "|mean| / std", ratio)]
-        assert r["launcher"] == r["fold"] <= 1.2 * r["PyTorch"], r
+    r = accuracy[("float16", "|mean| / std", 5)]
+    assert r["launcher"] == r["fold"] <= 1.2 * r["PyTorch"], r
+    assert 5 < lf.FOLD_LIMIT
     for ratio in (300, 3000):  # massive features raise the std with the mean
         r = accuracy[("float16", "massive features", ratio)]
         assert r["launcher"] == r["fold"] <= 1.2 * r["PyTorch"], r
+
+
+@pytest.mark.gpu  # the size the page's capture uses: too slow to interpret
+def test_the_boundary_holds_at_the_captured_size():
+    # On the GPU the fold's extra error is larger than under the interpreter
+    # and grows with K: at 1024 x 4096 x 1024 in float16 it was 1.9x
+    # PyTorch's at |mean| / std = 100 (an H100). The launcher must stay
+    # within 1.5x in every case, and the fold alone must be what breaks it.
+    table = lf.accuracy_table(DEVICE, m=1024, k=4096, n=1024)
+    for r in table:
+        slack = BF16_SLACK if r["dtype"] == "bfloat16" else 1.0
+        assert r["launcher"] <= 1.5 * slack * r["PyTorch"], r
+    far = [
+        r
+        for r in table
+        if (r["dtype"], r["case"], r["ratio"]) == ("float16", "|mean| / std", 3000)
+    ]
+    assert len(far) == 1 and far[0]["fold"] > 1.5 * far[0]["PyTorch"], far
 
 
 def test_only_tiles_holding_a_far_off_row_take_the_exact_path(seeded):
@@ -193,6 +310,38 @@ def test_non_contiguous_or_misaligned_tensors_are_refused_for_the_descriptors():
         lf.layernorm_linear(*odd, config=SMALL)
     with pytest.raises(ValueError, match="out must be"):
         lf.layernorm_linear_folded(x, folded, out=torch.empty(8, 9, dtype=x.dtype))
+
+
+def test_out_sharing_memory_with_an_input_is_refused(seeded):
+    # out would be read as x (or W') by programs after others had written it
+    x, weight, bias, gamma, beta = _inputs(48, 48, 48, torch.float16)
+    folded = lf.fold_layernorm(weight, bias, gamma, beta)
+    with pytest.raises(ValueError, match="out must not share memory with x"):
+        lf.layernorm_linear_folded(x, folded, out=x, config=SMALL)
+    with pytest.raises(ValueError, match="out must not share memory with weight"):
+        lf.layernorm_linear_folded(x, folded, out=folded.weight, config=SMALL)
+    with pytest.raises(ValueError, match="out must not share memory with x"):
+        lf.layernorm_linear(x, weight, bias, gamma, beta, out=x, config=SMALL)
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("colsum", lambda f: f.colsum[:-1], "folded colsum must be float32 of shape"),
+        ("bias", lambda f: f.bias.half(), "folded bias must be float32 of shape"),
+        ("bias", lambda f: f.bias.repeat(2)[::2], "folded bias must be contiguous"),
+        ("colsum", lambda f: f.colsum.to("meta"), "folded colsum is on meta"),
+    ],
+    ids=["short", "dtype", "strided", "device"],
+)
+def test_a_bad_folded_layer_is_refused(field, value, message):
+    # a FoldedLinear built or changed by hand: its float32 vectors are read
+    # as (N,) float32, dense, on x's device
+    x, *weights = _inputs(8, 16, 8, torch.float16)
+    folded = lf.fold_layernorm(*weights)
+    bad = folded._replace(**{field: value(folded)})
+    with pytest.raises(ValueError, match=message):
+        lf.layernorm_linear_folded(x, bad, config=SMALL)
 
 
 def test_a_cpu_tensor_without_the_interpreter_is_refused(monkeypatch):

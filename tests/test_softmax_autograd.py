@@ -201,6 +201,15 @@ def test_other_forms_under_torch_compile_have_no_graph_break(form, seeded):
     assert_close(x.grad, x_ref.grad)
 
 
+def test_each_autotuner_has_its_own_config_list():
+    # Triton keeps the list it is given; torch.compile(fullgraph=True) of the
+    # autograd.Function fails when the forward and backward autotuners share
+    # one list object (dynamo meets the same list through two sources)
+    fwd, bwd = sm._softmax_fwd_autotuned.configs, sm._softmax_bwd_autotuned.configs
+    assert fwd is not bwd and fwd is not sm._CONFIGS
+    assert [str(c) for c in fwd] == [str(c) for c in bwd]
+
+
 @pytest.mark.gpu
 def test_custom_op_passes_opcheck():
     x = torch.randn(8, 100, device="cuda", requires_grad=True)

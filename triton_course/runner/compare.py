@@ -111,9 +111,11 @@ def _describe(t: T.GpuTimings) -> str:
     commits = sorted({str(p["commit"])[:10] for p in provs})
     dates = sorted({p["date"][:10] for p in provs})
     fmt = f"format {T.LEGACY_VERSION}, one round" if t.legacy else "rounds"
+    # the physical card (recorded since issue #25): same card or another
+    cards = sorted({str(p.get("gpu_uuid", "not recorded")) for p in provs})
     return (
-        f"{t.path} ({t.gpu['name']}; commit {', '.join(commits)}; "
-        f"{dates[0]}..{dates[-1]}; {fmt})"
+        f"{t.path} ({t.gpu['name']}; card {', '.join(cards)}; commit "
+        f"{', '.join(commits)}; {dates[0]}..{dates[-1]}; {fmt})"
     )
 
 

@@ -41,8 +41,19 @@ REQUIRED_KEYS = (
     "triton",
     "peers",
 )
-OPTIONAL_KEYS = ("compile", "report", "plot")
+OPTIONAL_KEYS = ("compile", "report", "plot", "ceiling")
 METRICS = ("bandwidth", "compute")
+# The ceiling a benchmark's rate is a share of: DRAM copy bandwidth or the
+# tensor-core rate (its metric's, the default), or the L2 cache's bandwidth
+# for a benchmark whose data stays in L2 between passes ("ceiling": "l2").
+CEILINGS = {"bandwidth": ("bandwidth", "l2"), "compute": ("compute",)}
+
+
+def ceiling_of(desc: dict) -> str:
+    """The key of the roofline a description is measured against."""
+    return desc.get("ceiling", desc["metric"])
+
+
 DTYPE_NAMES = ("float32", "float16", "bfloat16", "float64", "float8_e4m3fn", "int8")
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 RESERVED_PEERS = ("Triton", "torch.compile")
@@ -185,6 +196,11 @@ def check_description(desc: object, where: str) -> dict:
             fail(f"dtype {dt!r} is not one of {list(DTYPE_NAMES)}")
     if desc["metric"] not in METRICS:
         fail(f"'metric' must be one of {list(METRICS)}, got {desc['metric']!r}")
+    if desc.get("ceiling", desc["metric"]) not in CEILINGS[desc["metric"]]:
+        fail(
+            f"'ceiling' of a {desc['metric']} benchmark must be one of "
+            f"{list(CEILINGS[desc['metric']])}, got {desc['ceiling']!r}"
+        )
     for key in ("work", "make_inputs", "triton"):
         if not callable(desc[key]):
             fail(f"{key!r} must be callable")
