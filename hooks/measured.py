@@ -576,6 +576,9 @@ def _parse_args(text: str) -> dict:
 
 
 def _select_row(bench: dict, args: dict) -> dict:
+    unknown = set(args) - set(bench["params"]) - {"dtype"}
+    if unknown:
+        raise ValueError(f"unknown selector(s) {sorted(unknown)}: {bench['params']}")
     rows = bench["rows"]
     if "dtype" in args:
         rows = [r for r in rows if r["dtype"] == args["dtype"]]
@@ -892,13 +895,29 @@ def _apart_ratio(a: dict, b: dict, g, work: float = 1.0) -> T.Spread:
     )
 
 
+_SELECTOR_OPS = {
+    ">=": lambda v, x: v >= x,
+    "<=": lambda v, x: v <= x,
+    ">": lambda v, x: v > x,
+    "<": lambda v, x: v < x,
+}
+_SELECTOR_RE = re.compile(r"(>=|<=|>|<)?([0-9]+(?:\.[0-9]+)?)")
+
+
 def _selects(row: dict, key: str, wanted: str) -> bool:
-    """A verdict's selector: dtype=float16, n_cols=1024, or n_cols=>=1024."""
+    """A verdict's selector: dtype=float16, n_cols=1024, n_cols=>=1024 or
+    n_cols=<=1024 (also > and <). Any other form is an error, not a miss."""
     if key == "dtype":
         return row["dtype"] == wanted
-    if wanted.startswith(">="):
-        return row["size"][key] >= float(wanted[2:])
-    return str(row["size"][key]) == wanted
+    m = _SELECTOR_RE.fullmatch(wanted.strip())
+    if not m:
+        raise ValueError(
+            f"selector {key}={wanted!r}: expected a number, >=N, <=N, >N, <N "
+            "or largest"
+        )
+    op, number = m.group(1), float(m.group(2))
+    value = row["size"][key]
+    return value == number if op is None else _SELECTOR_OPS[op](value, number)
 
 
 def _target(text: str | None, value: str) -> float | None:

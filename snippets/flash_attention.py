@@ -19,8 +19,8 @@ Run it:  TRITON_INTERPRET=1 python snippets/flash_attention.py   (CPU, interpret
 """
 
 # --8<-- [start:imports]
+import contextlib
 import math
-import os
 
 import torch
 import torch.nn.functional as F
@@ -438,6 +438,29 @@ def _check_inputs(named: dict, allowed: tuple) -> torch.Tensor:
     return q
 
 
+def _check_buffer(name, t, q, dtype, shape: str) -> None:
+    """out and lse: written (or, for the backward, read) as dense rows."""
+    want = q.shape if name == "out" else q.shape[:-1]
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor")
+    if t.shape != want or t.dtype != dtype or t.device != q.device:
+        raise ValueError(
+            f"{name} must be {dtype} of {shape} {tuple(want)} on {q.device}; "
+            f"got {t.dtype} of shape {tuple(t.shape)} on {t.device}"
+        )
+    if not t.is_contiguous():
+        raise ValueError(f"{name} must be contiguous (call .contiguous())")
+
+
+def _overlaps(a, b) -> bool:
+    # whether two dense tensors' bytes intersect
+    if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    a1, b1 = a0 + a.numel() * a.element_size(), b0 + b.numel() * b.element_size()
+    return a0 < b1 and b0 < a1
+
+
 def _tiles(config: dict, base: dict, big: str, small: str) -> dict:
     cfg = dict(base, **(config or {}))
     for key in (big, small):
@@ -466,14 +489,15 @@ def attention_forward(
     out_dtype = torch.float16 if q.dtype in FP8_DTYPES else q.dtype
     if out is None:
         out = torch.empty(q.shape, dtype=out_dtype, device=q.device)
-    elif out.shape != q.shape or out.dtype != out_dtype or out.device != q.device:
-        raise ValueError(f"out must be {out_dtype} with q's shape and device")
-    elif not out.is_contiguous():
-        raise ValueError("out must be contiguous")
+    _check_buffer("out", out, q, out_dtype, "q's shape")
     if lse is None:
         lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
-    elif lse.shape != q.shape[:-1] or lse.dtype != torch.float32:
-        raise ValueError("lse must be float32 of shape (batch, heads, n_ctx)")
+    _check_buffer("lse", lse, q, torch.float32, "shape (batch, heads, n_ctx)")
+    for name, t in {"q": q, "k": k, "v": v, "out": out}.items():
+        if name != "out" and _overlaps(out, t):  # read while it is written
+            raise ValueError(f"out must not share memory with {name}")
+        if _overlaps(lse, t):
+            raise ValueError(f"lse must not share memory with {name}")
     if q.numel() == 0:
         return out, lse
     if any(t.data_ptr() % 16 for t in (q, k, v, out)):
@@ -482,14 +506,15 @@ def attention_forward(
     # Triton asks this allocator for at launch time.
     triton.set_allocator(_scratch)
     grid = (triton.cdiv(n_ctx, cfg["BLOCK_M"]), batch * heads)
-    _attention_fwd_kernel[grid](
-        q, k, v, out, lse, n_ctx, math.log2(math.e) / math.sqrt(head_dim),
-        HEAD_DIM=head_dim, CAUSAL=bool(causal),
-        BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
-        DOT_PRECISION="tf32" if allow_tf32 else "ieee",
-        PV_FP16=q.dtype in FP8_DTYPES,
-        num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
-    )  # fmt: skip
+    with _on(q.device):  # Triton launches on the current GPU, not q's
+        _attention_fwd_kernel[grid](
+            q, k, v, out, lse, n_ctx, math.log2(math.e) / math.sqrt(head_dim),
+            HEAD_DIM=head_dim, CAUSAL=bool(causal),
+            BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
+            DOT_PRECISION="tf32" if allow_tf32 else "ieee",
+            PV_FP16=q.dtype in FP8_DTYPES,
+            num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+        )  # fmt: skip
     return out, lse
 
 
@@ -499,8 +524,7 @@ def attention_backward(q, k, v, out, lse, dout, causal=False, config=None):
     _check_inputs(named, TRAINING_DTYPES)
     if out.dtype != q.dtype or dout.dtype != q.dtype:
         raise TypeError("out and dout must have q's dtype")
-    if lse.shape != q.shape[:-1] or lse.dtype != torch.float32:
-        raise ValueError("lse must be float32 of shape (batch, heads, n_ctx)")
+    _check_buffer("lse", lse, q, torch.float32, "shape (batch, heads, n_ctx)")
     batch, heads, n_ctx, head_dim = q.shape
     tiles = default_config(
         "backward", head_dim, q.dtype, device_limits(q.device)["shared_kb"]
@@ -509,24 +533,26 @@ def attention_backward(q, k, v, out, lse, dout, causal=False, config=None):
     dq, dk, dv = (torch.empty_like(t) for t in (q, k, v))
     if q.numel() == 0:
         return dq, dk, dv
-    delta = torch.empty_like(lse)
+    delta = torch.empty(lse.shape, dtype=torch.float32, device=q.device)
     n_rows = batch * heads * n_ctx
-    _attention_bwd_delta_kernel[(triton.cdiv(n_rows, 64),)](
-        out, dout, delta, n_rows, HEAD_DIM=head_dim, BLOCK_M=64
-    )
     sm_scale = 1.0 / math.sqrt(head_dim)
+    qk_scale = sm_scale * math.log2(math.e)
     held, step = cfg["BLOCK_HELD"], cfg["BLOCK_STEP"]
     launch = dict(HEAD_DIM=head_dim, CAUSAL=bool(causal),
                   num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])  # fmt: skip
     grid = (triton.cdiv(n_ctx, held), batch * heads)
-    _attention_bwd_dkdv_kernel[grid](
-        q, k, v, dout, lse, delta, dk, dv, n_ctx,
-        sm_scale * math.log2(math.e), sm_scale, BLOCK_M=step, BLOCK_N=held, **launch,
-    )  # fmt: skip
-    _attention_bwd_dq_kernel[grid](
-        q, k, v, dout, lse, delta, dq, n_ctx,
-        sm_scale * math.log2(math.e), sm_scale, BLOCK_M=held, BLOCK_N=step, **launch,
-    )  # fmt: skip
+    with _on(q.device):  # Triton launches on the current GPU, not q's
+        _attention_bwd_delta_kernel[(triton.cdiv(n_rows, 64),)](
+            out, dout, delta, n_rows, HEAD_DIM=head_dim, BLOCK_M=64
+        )
+        _attention_bwd_dkdv_kernel[grid](
+            q, k, v, dout, lse, delta, dk, dv, n_ctx,
+            qk_scale, sm_scale, BLOCK_M=step, BLOCK_N=held, **launch,
+        )  # fmt: skip
+        _attention_bwd_dq_kernel[grid](
+            q, k, v, dout, lse, delta, dq, n_ctx,
+            qk_scale, sm_scale, BLOCK_M=held, BLOCK_N=step, **launch,
+        )  # fmt: skip
     return dq, dk, dv
 
 
@@ -536,8 +562,15 @@ def _scratch(size: int, alignment: int, stream):
     )
 
 
+def _on(device):
+    return (
+        torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+    )
+
+
 def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET") == "1"
+    # Triton interprets on the CPU when TRITON_INTERPRET is 1, true, on or yes
+    return triton.knobs.runtime.interpret
 
 
 # --8<-- [end:launcher]

@@ -11,7 +11,7 @@ Run it:  TRITON_INTERPRET=1 python snippets/fused_mlp_tail.py   (CPU, interprete
 """
 
 # --8<-- [start:imports]
-import os
+import contextlib
 
 import torch
 import torch.nn.functional as F
@@ -122,14 +122,19 @@ def bias_gelu_dropout(y, bias, p=0.0, seed=0, out=None, block_size=1024):
         raise ValueError("out must match y in shape, dtype and device")
     elif not out.is_contiguous():
         raise ValueError("out must be contiguous")
+    # out may be y itself (each element is read, then written, by one program),
+    # but no other tensor sharing memory with y or bias
+    if (_overlaps(out, y) and out.data_ptr() != y.data_ptr()) or _overlaps(out, bias):
+        raise ValueError("out must be y itself or share no memory with y and bias")
     n_rows, n_cols = y.shape
     if y.numel() == 0:
         return out
     grid = _grid(n_rows, n_cols, block_size)
     scale = 1.0 / (1.0 - p)
-    bias_gelu_dropout_kernel[grid](
-        y, bias, out, n_cols, float(p), scale, seed, BLOCK_SIZE=block_size
-    )
+    with _on(y.device):  # Triton launches on the current GPU, not y's
+        bias_gelu_dropout_kernel[grid](
+            y, bias, out, n_cols, float(p), scale, seed, BLOCK_SIZE=block_size
+        )
     return out
 
 
@@ -143,9 +148,10 @@ def dropout_keep_mask(shape, p, seed, device, block_size=1024):
     keep = torch.empty(shape, dtype=torch.uint8, device=device)
     if keep.numel():
         grid = _grid(*shape, block_size)
-        dropout_keep_mask_kernel[grid](
-            keep, shape[1], float(p), seed, BLOCK_SIZE=block_size
-        )
+        with _on(keep.device):
+            dropout_keep_mask_kernel[grid](
+                keep, shape[1], float(p), seed, BLOCK_SIZE=block_size
+            )
     return keep.bool()
 
 
@@ -176,9 +182,24 @@ def _check_dropout_args(p, seed, block_size):
         raise ValueError(f"block_size must be a power of two >= 4, got {block_size}")
 
 
+def _overlaps(a, b) -> bool:
+    # whether two dense tensors' bytes intersect
+    if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    a1, b1 = a0 + a.numel() * a.element_size(), b0 + b.numel() * b.element_size()
+    return a0 < b1 and b0 < a1
+
+
+def _on(device):
+    return (
+        torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+    )
+
+
 def _interpreting() -> bool:
-    # Under TRITON_INTERPRET=1 the kernel runs on the CPU, on CPU tensors.
-    return os.environ.get("TRITON_INTERPRET") == "1"
+    # Triton interprets on the CPU when TRITON_INTERPRET is 1, true, on or yes
+    return triton.knobs.runtime.interpret
 
 
 # --8<-- [end:launcher]
@@ -210,10 +231,14 @@ def mlp_chain_eager(x, ln_weight, ln_bias, weight, bias, p, seed):
 
 
 def mlp_chain_fused_tail(x, ln_weight, ln_bias, weight, bias, p, seed):
-    """LayerNorm, a cuBLAS matmul, then the Triton tail, in place on its output."""
+    """LayerNorm, a cuBLAS matmul, then the Triton tail into a new tensor.
+
+    Not in place: GELU's backward needs the pre-activation y (with the bias
+    and the seed), so a training step keeps it.
+    """
     h = F.layer_norm(x, (x.shape[-1],), ln_weight, ln_bias)
     y = torch.matmul(h, weight.t())  # cuBLAS, no bias: the tail adds it
-    return bias_gelu_dropout(y, bias, p, seed, out=y)
+    return bias_gelu_dropout(y, bias, p, seed)
 
 
 # --8<-- [end:chain]

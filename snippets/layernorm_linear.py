@@ -11,7 +11,7 @@ Run it:  TRITON_INTERPRET=1 python snippets/layernorm_linear.py   (CPU, interpre
 """
 
 # --8<-- [start:imports]
-import os
+import contextlib
 
 import torch
 import torch.nn.functional as F
@@ -190,7 +190,10 @@ def layernorm_stats(x, eps=1e-5, block=1024):
     rstd = torch.empty(m, dtype=torch.float32, device=x.device)
     if m:
         block = min(block, triton.next_power_of_2(k))
-        layernorm_stats_kernel[(m,)](x, mean, rstd, k, x.stride(0), eps, BLOCK=block)
+        with _on(x.device):
+            layernorm_stats_kernel[(m,)](
+                x, mean, rstd, k, x.stride(0), eps, BLOCK=block
+            )
     return mean, rstd
 
 
@@ -241,6 +244,9 @@ def layernorm_linear(
         raise ValueError(f"out must be ({m}, {n}) with x's dtype and device")
     elif not out.is_contiguous():
         raise ValueError("out must be contiguous")
+    for name, t in {"x": x, **tensors}.items():
+        if _overlaps(out, t):  # programs would read what others already wrote
+            raise ValueError(f"out must not share memory with {name}")
     if m == 0 or n == 0:
         return out
     if k == 0:
@@ -281,7 +287,8 @@ def layernorm_linear(
             tiles_m = triton.cdiv(m, meta["BLOCK_M"])
             return (tiles_m * triton.cdiv(n, meta["BLOCK_N"]),)
 
-        layernorm_linear_autotuned[grid](*args, **flags)
+        with _on(x.device):  # Triton launches on the current GPU, not x's
+            layernorm_linear_autotuned[grid](*args, **flags)
         return out
     config = dict(config)
     missing = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"} - config.keys()
@@ -291,7 +298,8 @@ def layernorm_linear(
     # there, the (already rounded) operands are multiplied as float32
     flags["UPCAST_DOT"] = _interpreting() and x.dtype == torch.bfloat16
     grid = (triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]),)
-    layernorm_linear_kernel[grid](*args, **flags, **config)
+    with _on(x.device):
+        layernorm_linear_kernel[grid](*args, **flags, **config)
     return out
 
 
@@ -311,9 +319,24 @@ def _check_x(x):
         raise ValueError("x must be contiguous")
 
 
+def _overlaps(a, b) -> bool:
+    # whether two dense tensors' bytes intersect
+    if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    a1, b1 = a0 + a.numel() * a.element_size(), b0 + b.numel() * b.element_size()
+    return a0 < b1 and b0 < a1
+
+
+def _on(device):
+    return (
+        torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+    )
+
+
 def _interpreting() -> bool:
-    # Under TRITON_INTERPRET=1 the kernel runs on the CPU, on CPU tensors.
-    return os.environ.get("TRITON_INTERPRET") == "1"
+    # Triton interprets on the CPU when TRITON_INTERPRET is 1, true, on or yes
+    return triton.knobs.runtime.interpret
 
 
 # --8<-- [end:launcher]

@@ -10,8 +10,6 @@ Run it:  TRITON_INTERPRET=1 python snippets/matmul.py   (CPU, interpreter)
 """
 
 # --8<-- [start:imports]
-import os
-
 import torch
 import triton
 import triton.language as tl
@@ -134,6 +132,9 @@ matmul_kernel_ungrouped = triton.autotune(
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # Used when autotuning is unavailable (the interpreter has no GPU to time on).
 INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 4}
+# The kernel's offsets (rows * stride_am, ...) are int32, the fast choice:
+# int64 ones cost 3 to 20 % on an H100. Each matrix must stay within reach.
+MAX_OFFSET = 2**31 - 1
 
 
 def matmul(a, b, out=None, config=None, kernel=None):
@@ -168,6 +169,13 @@ def matmul(a, b, out=None, config=None, kernel=None):
         raise ValueError(f"out must be a {M}x{N} {a.dtype} tensor on {a.device}")
     if M == 0 or N == 0:
         return out
+    for name, t in (("a", a), ("b", b), ("out", out)):
+        if _last_offset(t) > MAX_OFFSET:
+            raise ValueError(
+                f"{name} spans more than 2**31 - 1 elements, past the kernel's "
+                "int32 offsets: split the product into blocks of rows of a "
+                "(or columns of b) that each stay under it"
+            )
     # float32 inputs: tl.dot would round them to tf32 (10-bit mantissa) on
     # the tensor cores; "ieee" keeps full float32, as torch.matmul does.
     # Under the interpreter, bfloat16 tiles are widened to float32 (exactly)
@@ -193,9 +201,15 @@ def matmul(a, b, out=None, config=None, kernel=None):
     return out
 
 
+def _last_offset(t) -> int:
+    # how many elements past the first one t's last element lies
+    return sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True))
+
+
 def _interpreting() -> bool:
-    # Under TRITON_INTERPRET=1 the kernel runs on the CPU, on CPU tensors.
-    return os.environ.get("TRITON_INTERPRET") == "1"
+    # Under TRITON_INTERPRET=1 (or true, on, yes) the kernel runs on the CPU,
+    # on CPU tensors; triton's own reading of the variable decides.
+    return triton.knobs.runtime.interpret
 
 
 # --8<-- [end:launcher]

@@ -11,8 +11,6 @@ Run it:  TRITON_INTERPRET=1 python snippets/memory_access.py   (CPU, interpreter
 """
 
 # --8<-- [start:imports]
-import os
-
 import torch
 import triton
 import triton.language as tl
@@ -36,6 +34,8 @@ def copy_tiles_kernel(
 ):
     pid_r = tl.program_id(axis=0)  # which band of rows
     pid_c = tl.program_id(axis=1)  # which band of columns
+    # int64 indices: rows * stride_xr passes 2**31 - 1 in a big matrix
+    pid_r, pid_c = pid_r.to(tl.int64), pid_c.to(tl.int64)
     rows = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)  # shape (BLOCK_R,)
     cols = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)  # shape (BLOCK_C,)
     # [:, None] makes a column, [None, :] a row; combined they broadcast to
@@ -62,8 +62,8 @@ def copy_columns_kernel(
     stride_oc,
     BLOCK_R: tl.constexpr,  # elements of one column per program
 ):
-    col = tl.program_id(axis=0)  # each program owns (part of) one column
-    pid_r = tl.program_id(axis=1)
+    col = tl.program_id(axis=0).to(tl.int64)  # each owns (part of) a column
+    pid_r = tl.program_id(axis=1).to(tl.int64)  # int64, as in copy_tiles
     rows = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
     mask = rows < n_rows
     # neighbouring lanes are stride_xr elements apart: one row-length each
@@ -84,8 +84,8 @@ def transpose_naive_kernel(
     stride_or,
     BLOCK_C: tl.constexpr,
 ):
-    row = tl.program_id(axis=0)
-    cols = tl.program_id(axis=1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    row = tl.program_id(axis=0).to(tl.int64)  # int64, as in copy_tiles
+    cols = tl.program_id(axis=1).to(tl.int64) * BLOCK_C + tl.arange(0, BLOCK_C)
     mask = cols < n_cols
     x = tl.load(x_ptr + row * stride_xr + cols, mask=mask)  # along a row
     tl.store(out_ptr + cols * stride_or + row, x, mask=mask)  # down a column
@@ -102,8 +102,10 @@ def transpose_tiled_kernel(
     BLOCK_R: tl.constexpr,
     BLOCK_C: tl.constexpr,
 ):
-    rows = tl.program_id(axis=0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    cols = tl.program_id(axis=1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    pid_r = tl.program_id(axis=0).to(tl.int64)  # int64, as in copy_tiles
+    pid_c = tl.program_id(axis=1).to(tl.int64)
+    rows = pid_r * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
     mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
     tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :], mask=mask)
     # (BLOCK_R, BLOCK_C) -> (BLOCK_C, BLOCK_R), turned around on chip; now the
@@ -217,8 +219,9 @@ def _check_out(out, shape, x):
 
 
 def _interpreting() -> bool:
-    # Under TRITON_INTERPRET=1 the kernel runs on the CPU, on CPU tensors.
-    return os.environ.get("TRITON_INTERPRET") == "1"
+    # Under TRITON_INTERPRET=1 (or true, on, yes) the kernel runs on the CPU,
+    # on CPU tensors; triton's own reading of the variable decides.
+    return triton.knobs.runtime.interpret
 
 
 # --8<-- [end:launchers]

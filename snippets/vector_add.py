@@ -8,8 +8,6 @@ Run it:  TRITON_INTERPRET=1 python snippets/vector_add.py   (CPU, interpreter)
 """
 
 # --8<-- [start:imports]
-import os
-
 import torch
 import triton
 import triton.language as tl
@@ -27,7 +25,8 @@ def vector_add_kernel(
     BLOCK_SIZE: tl.constexpr,  # elements per program, a power of two
 ):
     pid = tl.program_id(axis=0)  # which block this program owns
-    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    # int64: in int32, pid * BLOCK_SIZE wraps round past 2**31 - 1 elements
+    offsets = pid.to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_elements  # the last block may run past the end
     x = tl.load(x_ptr + offsets, mask=mask)
     y = tl.load(y_ptr + offsets, mask=mask)
@@ -84,8 +83,9 @@ def vector_add(x, y, out=None, block_size=1024):
 
 
 def _interpreting() -> bool:
-    # Under TRITON_INTERPRET=1 the kernel runs on the CPU, on CPU tensors.
-    return os.environ.get("TRITON_INTERPRET") == "1"
+    # Under TRITON_INTERPRET=1 (or true, on, yes) the kernel runs on the CPU,
+    # on CPU tensors; triton's own reading of the variable decides.
+    return triton.knobs.runtime.interpret
 
 
 # --8<-- [end:launcher]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -242,3 +243,112 @@ def test_the_folded_kernels_exact_path_costs_no_shared_memory(facts):
     found = facts["layernorm_linear_sm90"]
     assert found["fold"]["a_from_registers"] >= 1
     assert found["fold"]["shared_bytes"] == found["tma_gemm"]["shared_bytes"]
+
+
+# ------------------------------------------- issue #28: 64-bit addressing ---
+# Each kernel compiled for sm_90 as the launch that used to fault on an H100
+# would compile it: a vector add of 2**31 + 4096 float16 elements (n_elements
+# no longer fits int32, so it arrives as i64), a copy_2d / transpose of a
+# 65536 x 32832 float16 matrix. (The GEMM keeps int32 offsets, for speed; its
+# launcher refuses such sizes: tests/test_matmul.py.) The check reads the Triton
+# IR: an index that grows with the program id must be widened to i64 before
+# it is multiplied by BLOCK_SIZE or by a stride.
+_WIDTH_SCRIPT = r"""
+import json, sys
+from pathlib import Path
+from triton_course import codegen, excerpts
+
+snippets = Path("snippets")
+va = excerpts._load(snippets / "vector_add.py")
+ma = excerpts._load(snippets / "memory_access.py")
+ptrs = lambda *names: dict.fromkeys(names, "*fp16")
+ints = lambda *names: dict.fromkeys(names, "i32")
+const = lambda *names: dict.fromkeys(names, "constexpr")
+unit = {"stride_xc": 1, "stride_oc": 1}
+tile = {"BLOCK_R": 32, "BLOCK_C": 128}
+launches = {
+    "vector_add_kernel": (
+        va.vector_add_kernel,
+        ptrs("x_ptr", "y_ptr", "out_ptr") | {"n_elements": "i64"}
+        | const("BLOCK_SIZE"),
+        {"BLOCK_SIZE": 1024},
+    ),
+    "copy_tiles_kernel": (
+        ma.copy_tiles_kernel,
+        ptrs("x_ptr", "out_ptr") | ints("n_rows", "n_cols", "stride_xr")
+        | const("stride_xc") | ints("stride_or") | const("stride_oc", *tile),
+        unit | tile,
+    ),
+    "copy_columns_kernel": (
+        ma.copy_columns_kernel,
+        ptrs("x_ptr", "out_ptr") | ints("n_rows", "stride_xr")
+        | const("stride_xc") | ints("stride_or") | const("stride_oc", "BLOCK_R"),
+        unit | {"BLOCK_R": 256},
+    ),
+    "transpose_naive_kernel": (
+        ma.transpose_naive_kernel,
+        ptrs("x_ptr", "out_ptr") | ints("n_cols", "stride_xr", "stride_or")
+        | const("BLOCK_C"),
+        {"BLOCK_C": 1024},
+    ),
+    "transpose_tiled_kernel": (
+        ma.transpose_tiled_kernel,
+        ptrs("x_ptr", "out_ptr")
+        | ints("n_rows", "n_cols", "stride_xr", "stride_or") | const(*tile),
+        {"BLOCK_R": 64, "BLOCK_C": 64},
+    ),
+}
+ttir = {}
+for name, (kernel, sig, constexprs) in launches.items():
+    pointers = [k for k in sig if k.endswith("_ptr")]
+    ttir[name] = codegen.compile_for(kernel, 90, sig, constexprs, pointers)["ttir"]
+json.dump(ttir, sys.stdout)
+"""
+
+
+@pytest.fixture(scope="module")
+def big_launch_ttir():
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, "-c", _WIDTH_SCRIPT],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def _body(ttir: str) -> list[str]:
+    """The kernel's operations, one a line, without debug locations."""
+    lines = [ln.split(" loc(")[0].strip() for ln in ttir.splitlines()]
+    return [ln for ln in lines if ln and not ln.startswith(("#", "module", "}"))][1:]
+
+
+def _narrow_multiplies(ttir: str) -> list[str]:
+    # an i32 product (scalar or tensor) is where an address could wrap round
+    return [ln for ln in _body(ttir) if "arith.muli" in ln and re.search(r"i32>?$", ln)]
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        "vector_add_kernel",
+        "copy_tiles_kernel",
+        "copy_columns_kernel",
+        "transpose_naive_kernel",
+        "transpose_tiled_kernel",
+    ],
+)
+def test_element_kernels_compute_every_offset_in_int64(big_launch_ttir, kernel):
+    # offsets widened once (program id or index range), then only i64 products,
+    # and every pointer step feeding a tl.load / tl.store is an i64 offset
+    ttir = big_launch_ttir[kernel]
+    assert re.search(r"arith\.extsi %\w+ : i32 to i64", ttir)
+    assert _narrow_multiplies(ttir) == []
+    steps = [ln for ln in _body(ttir) if "tt.addptr" in ln]
+    assert steps
+    for step in steps:
+        assert re.search(r"(\bi64|xi64>)$", step), step

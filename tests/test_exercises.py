@@ -26,7 +26,7 @@ BROKEN = {
         "past the end of the output made by torch.empty_like",
     ),
     "catch_missing_mask": (
-        "n, guard = 1000, 2048",
+        "n, guard = 1001, 2048",
         "n, guard = 2048, 2048",
         "returned False, but this one writes past the end",
     ),
@@ -36,8 +36,8 @@ BROKEN = {
         "elements differ: max abs error",
     ),
     "online_logsumexp": (
-        "s = s * tl.exp(m - new_m) + tl.exp(x - new_m)",
-        "s = s + tl.exp(x - new_m)",
+        "s = s * tl.exp(m - shift) + tl.exp(x - shift)",
+        "s = s + tl.exp(x - shift)",
         "elements differ: max abs error",
     ),
     "matmul_bias_relu": (
@@ -154,8 +154,290 @@ def test_command_line(tmp_path):
         "check", "catch_missing_mask", str(SOLUTIONS_DIR / "catch_missing_mask.py")
     )
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert "All 3 cases passed" in ok.stdout
+    assert "All 5 cases passed" in ok.stdout
     assert _cli("check", "no_such_exercise", str(tmp_path)).returncode == 2
     slow = _attempt(tmp_path, "import time\ndef axpy(a, x, y):\n    time.sleep(60)\n")
     stuck = _cli("check", "axpy", str(slow), "--timeout", "8")
     assert stuck.returncode == 1 and "was stopped" in stuck.stdout
+
+
+# Wrong attempts that an earlier checker passed (issue #28). Each must fail,
+# with the words that tell the learner what to do.
+
+
+def _mutated(tmp_path: Path, name: str, *edits: tuple[str, str]) -> Path:
+    source = (SOLUTIONS_DIR / f"{name}.py").read_text()
+    for old, new in edits:
+        assert old in source, f"the mutation {old!r} of {name} no longer applies"
+        source = source.replace(old, new)
+    return _attempt(tmp_path, source)
+
+
+def _fails(name: str, attempt: Path, capsys) -> str:
+    status = check(EXERCISES[name], attempt)
+    report = capsys.readouterr().out
+    assert status == 1, report
+    assert "Next, on a GPU:" not in report
+    return report
+
+
+IEEE_DOT = 'acc = tl.dot(a, b, acc, input_precision="ieee")'
+
+
+@pytest.mark.parametrize(
+    "dot",
+    [
+        "acc = tl.dot(a, b, acc)",  # the default: TF32 on sm_80+
+        'acc = tl.dot(a, b, acc, input_precision="tf32")',
+        "acc = tl.dot(a, b, acc, allow_tf32=True)",
+    ],
+)
+def test_a_tf32_matmul_fails_on_the_cpu_too(dot, tmp_path, capsys):
+    attempt = _mutated(tmp_path, "matmul_bias_relu", (IEEE_DOT, dot))
+    report = _fails("matmul_bias_relu", attempt, capsys)
+    assert "FAIL M=100 N=70 K=130 float32" in report
+    assert "tl.dot multiplied float32 operands in TF32" in report
+    assert 'input_precision="ieee"' in report
+    # the rounding is real: K=130 misses the float32 tolerance by a wide margin
+    assert "elements differ: max abs error" in report
+    assert "ok   M=100 N=70 K=130 float16" in report  # float16 is unaffected
+
+
+def test_the_matmul_solution_asks_for_full_float32():
+    assert IEEE_DOT in (SOLUTIONS_DIR / "matmul_bias_relu.py").read_text()
+
+
+SCALAR_MAX_LSE = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def lse_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    m = tl.max(tl.full((BLOCK,), -float("inf"), tl.float32), axis=0)
+    s = tl.sum(tl.zeros((BLOCK,), tl.float32), axis=0)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols,
+                    other=-float("inf")).to(tl.float32)
+        new_m = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - new_m) + tl.sum(tl.exp(x - new_m), axis=0)
+        m = new_m
+    tl.store(out_ptr + row, (m + tl.log(s)).to(out_ptr.dtype.element_ty))
+
+
+def logsumexp_rows(x):
+    if not x.is_contiguous():
+        raise ValueError("contiguous x only")
+    out = torch.empty(x.shape[0], dtype=x.dtype)
+    if x.numel():
+        lse_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=1024)
+    else:
+        out.fill_(-float("inf"))
+    return out
+"""
+
+
+def test_logsumexp_without_the_minus_inf_guard_fails(tmp_path, capsys):
+    # One running maximum per row: NaN only once a whole block is -inf.
+    report = _fails("online_logsumexp", _attempt(tmp_path, SCALAR_MAX_LSE), capsys)
+    assert "ok   shape=(3, 1001) neg_inf=True float32" in report
+    assert "FAIL shape=(3, 9000) inf_rows=True float32" in report
+    assert "elements are NaN where the reference is not (first at index 0)" in report
+    assert "hint: a block whose entries are all -inf" in report
+
+
+def test_logsumexp_with_a_finite_sentinel_fails(tmp_path, capsys):
+    attempt = _mutated(
+        tmp_path,
+        "online_logsumexp",
+        (
+            'm = tl.full((BLOCK_SIZE,), -float("inf")',
+            "m = tl.full((BLOCK_SIZE,), -1e30",
+        ),
+        ('shift = tl.where(new_m == -float("inf"), 0.0, new_m)', "shift = new_m"),
+    )
+    report = _fails("online_logsumexp", attempt, capsys)
+    assert "FAIL shape=(2, 300) scale=1e+33 shift=-1e+35 float32" in report
+    assert "ok   shape=(3, 9000) inf_rows=True float32" in report
+    assert "(got -inf, expected -9.6" in report  # about -1e35
+
+
+PURE_TORCH_AXPY = "def axpy(a, x, y):\n    return a * x + y\n"
+COURSE_KERNEL_AXPY = (
+    "from snippets.vector_add import vector_add\n\n"
+    "def axpy(a, x, y):\n    return vector_add(a * x, y)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        (PURE_TORCH_AXPY, "no Triton kernel defined in your file was launched:"),
+        (COURSE_KERNEL_AXPY, "(only vector_add_kernel ran, not defined there)"),
+    ],
+    ids=["pure-pytorch", "course-kernel"],
+)
+def test_axpy_without_a_kernel_of_its_own_fails(text, words, tmp_path, capsys):
+    report = _fails("axpy", _attempt(tmp_path, text), capsys)
+    assert "ok   n=0 a=2.0 float32" in report  # no data, no launch needed
+    assert "FAIL n=1000 a=3.25 float32" in report and words in report
+
+
+def test_a_result_copied_after_the_kernel_fails(tmp_path, capsys):
+    attempt = _mutated(
+        tmp_path, "axpy", ("    return out\n", "    return out.clone()\n")
+    )
+    report = _fails("axpy", attempt, capsys)
+    assert (
+        "7 of 7 elements of the returned tensor were never written by a "
+        "tl.store of your kernel (first at index 0)" in report
+    )
+
+
+def test_an_unmasked_store_into_a_zeros_output_is_stopped(tmp_path, capsys):
+    attempt = _mutated(
+        tmp_path,
+        "axpy",
+        ("torch.empty_like(x)", "torch.zeros_like(x)"),
+        ("(a * x + y).to(out_ptr.dtype.element_ty), mask=mask)",
+         "(a * x + y).to(out_ptr.dtype.element_ty))"),
+    )  # fmt: skip
+    report = _fails("axpy", attempt, capsys)
+    assert (
+        "FAIL n=7 a=-0.5 float32\n       - axpy_kernel (line 16): a store of "
+        "1017 element(s) outside every tensor passed to the kernel, the first "
+        "right after the end of out_ptr's memory: a tl.store without its mask"
+    ) in report
+    assert "stopped before it happened" in report
+    assert "Traceback" not in report
+
+
+def test_unwritten_elements_of_a_zeros_output_are_named(tmp_path, capsys):
+    attempt = _mutated(
+        tmp_path,
+        "matmul_bias_relu",
+        ("torch.empty((M, N)", "torch.zeros((M, N)"),
+        ("mask = (rm[:, None] < M) & (rn[None, :] < N)",
+         "mask = (rm[:, None] < 32) & (rn[None, :] < N)"),
+    )  # fmt: skip
+    report = _fails("matmul_bias_relu", attempt, capsys)
+    assert (
+        "FAIL M=100 N=70 K=130 float32\n       - 4760 of 7000 elements of the "
+        "returned tensor were never written by a tl.store of your kernel "
+        "(first at index (32, 0))"
+    ) in report
+
+
+@pytest.mark.parametrize(
+    "name, edit, failing",
+    [
+        (
+            "softmax_temperature",
+            ("if x.ndim != 2 or not x.is_contiguous():", "if x.ndim != 2:"),
+            "FAIL shape=(3, 77) T=1.5 strided=True float32",
+        ),
+        (
+            "matmul_bias_relu",
+            ("bias_ptr + rn * stride_bias", "bias_ptr + rn"),
+            "FAIL M=33 N=17 K=40 strided=True float32",
+        ),
+        (
+            "online_logsumexp",
+            ("cols * col_stride", "cols"),
+            "FAIL shape=(3, 1100) strided=True float32",
+        ),
+    ],
+    ids=["softmax", "matmul-bias", "logsumexp"],
+)
+def test_an_attempt_that_ignores_strides_fails(name, edit, failing, tmp_path, capsys):
+    report = _fails(name, _mutated(tmp_path, name, edit), capsys)
+    assert failing in report
+    assert "hint: only the cases with non-contiguous inputs failed" in report
+
+
+def test_refusing_non_contiguous_inputs_is_allowed(capsys):
+    assert check(EXERCISES["axpy"], SOLUTIONS_DIR / "axpy.py") == 0
+    report = capsys.readouterr().out
+    assert "ok   n=1001 a=-2.0 strided=True float32 (refused: ValueError: x and y" in (
+        report
+    )
+
+
+def test_softmax_must_handle_empty_rows(tmp_path, capsys):
+    attempt = _mutated(
+        tmp_path, "softmax_temperature", ("    if x.numel():\n", "    if True:\n")
+    )
+    report = _fails("softmax_temperature", attempt, capsys)
+    assert "FAIL shape=(4, 0) T=1.0 float32" in report
+
+
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        # the earlier checker named each variant: the name gave the answer away
+        ('return add.__name__ != "vector_add"', "add's kernel never ran"),
+        # 1000 = 8 * 125: the 8-element-block variant writes nothing past it
+        (
+            "n = 1000\n    buffer = torch.full((n + 2048,), float('nan'))\n"
+            "    add(torch.ones(n), torch.ones(n), out=buffer[:n])\n"
+            "    return not torch.isnan(buffer[n:]).all().item()",
+            "returned False, but this one writes past the end",
+        ),
+        # an out with nothing after it: the stray write would hit the heap
+        (
+            "try:\n        add(torch.ones(1001), torch.ones(1001), "
+            "out=torch.zeros(1001))\n    except Exception:\n        return True\n"
+            "    return False",
+            "add wrote outside every tensor you gave it",
+        ),
+    ],
+    ids=["by-name", "n-1000", "no-guard"],
+)
+def test_wrong_missing_mask_detectors_fail(body, words, tmp_path, capsys):
+    text = f"import torch\n\n\ndef writes_past_the_end(add):\n    {body}\n"
+    report = _fails("catch_missing_mask", _attempt(tmp_path, text), capsys)
+    assert words in report, report
+
+
+def test_the_command_line_stops_a_stray_store_into_a_zeros_output(tmp_path):
+    # In its own process, without the tests' bounds checker: the checker's own.
+    attempt = _mutated(
+        tmp_path,
+        "axpy",
+        ("torch.empty_like(x)", "torch.zeros_like(x)"),
+        ("(a * x + y).to(out_ptr.dtype.element_ty), mask=mask)",
+         "(a * x + y).to(out_ptr.dtype.element_ty))"),
+    )  # fmt: skip
+    done = _cli("check", "axpy", str(attempt))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "outside every tensor passed to the kernel" in done.stdout
+    assert "a tl.store without its mask" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "name, text, words",
+    [
+        (
+            "matmul_bias_relu",
+            "import torch\n\n\ndef matmul_bias_relu(a, b, bias):\n"
+            "    return torch.relu(a @ b + bias)\n",
+            "no Triton kernel defined in your file was launched",
+        ),
+        (
+            "softmax_temperature",
+            "def softmax_temperature(x, temperature):\n    return x\n",
+            "elements differ",
+        ),
+        (
+            "online_logsumexp",
+            "def logsumexp_rows(x):\n    return x\n",
+            "result has shape",
+        ),
+    ],
+    ids=["matmul-in-pytorch", "softmax-returns-input", "lse-returns-input"],
+)
+def test_trivial_attempts_fail(name, text, words, tmp_path, capsys):
+    assert words in _fails(name, _attempt(tmp_path, text), capsys)

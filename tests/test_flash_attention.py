@@ -546,6 +546,99 @@ def test_backward_rejects_bad_input():
         fa.default_config("sideways")
 
 
+def _lse_like(q, how):
+    b, h, n = q.shape[:-1]
+    if how == "strided":  # the right shape over (b, n, h) memory
+        return torch.empty(b, n, h, device=q.device).transpose(1, 2)
+    if how == "device":
+        return torch.empty(b, h, n, device="meta")
+    if how == "shape":
+        return torch.empty(b, h, n + 1, device=q.device)
+    if how == "dtype":
+        return torch.empty(b, h, n, dtype=torch.float64, device=q.device)
+    return [0.0] * (b * h * n)  # "list"
+
+
+LSE_ERRORS = {
+    "strided": (ValueError, "lse must be contiguous"),
+    "device": (ValueError, "lse must be torch.float32 of shape .* on "),
+    "shape": (ValueError, r"lse must be .*\(2, 2, 16\)"),
+    "dtype": (ValueError, "got torch.float64"),
+    "list": (TypeError, "lse must be a torch.Tensor"),
+}
+
+
+@pytest.mark.parametrize("how", list(LSE_ERRORS))
+def test_a_bad_lse_buffer_is_refused(how, seeded):
+    # issue #28: a strided lse was accepted and filled as if dense
+    q, k, v = qkv(2, 2, 16, 16, torch.float16)
+    error, message = LSE_ERRORS[how]
+    with pytest.raises(error, match=message):
+        fa.attention_forward(q, k, v, lse=_lse_like(q, how), config=SMALL)
+    out, lse = fa.attention_forward(q, k, v, config=SMALL)
+    with pytest.raises(error, match=message):
+        fa.attention_backward(q, k, v, out, _lse_like(q, how), out, config=SMALL_BWD)
+
+
+@pytest.mark.parametrize("name", ["k", "v", "q"])
+def test_out_or_lse_sharing_memory_with_an_input_is_refused(name, seeded):
+    # out over k or v: later programs would read keys or values that earlier
+    # ones had overwritten with output rows
+    q, k, v = qkv(1, 1, 48, 16, torch.float32)
+    inputs = {"q": q, "k": k, "v": v}
+    with pytest.raises(ValueError, match=f"out must not share memory with {name}"):
+        fa.attention_forward(q, k, v, out=inputs[name], config=SMALL)
+    lse = inputs[name].view(-1)[: q.shape[2]].view(1, 1, -1)
+    with pytest.raises(ValueError, match=f"lse must not share memory with {name}"):
+        fa.attention_forward(q, k, v, lse=lse, config=SMALL)
+
+
+def test_lse_sharing_memory_with_out_is_refused():
+    q, k, v = qkv(1, 1, 16, 16, torch.float32)
+    out = torch.empty_like(q)
+    lse = out.view(-1)[:16].view(1, 1, 16)
+    with pytest.raises(ValueError, match="lse must not share memory with out"):
+        fa.attention_forward(q, k, v, out=out, lse=lse, config=SMALL)
+
+
+def test_empty_inputs_still_check_their_buffers():
+    q, k, v = (torch.empty(1, 2, 0, 16, dtype=torch.float16, device=DEVICE),) * 3
+    out, lse = fa.attention_forward(q, k, v)
+    assert out.shape == q.shape and lse.shape == (1, 2, 0)
+    assert all(
+        g.shape == q.shape for g in fa.attention_backward(q, k, v, out, lse, out)
+    )
+    with pytest.raises(TypeError, match="lse must be a torch.Tensor"):
+        fa.attention_backward(q, k, v, out, None, out)
+
+
+@pytest.mark.parametrize("value", ["1", "true", "on", "yes", "TRUE"])
+def test_interpret_is_read_as_triton_reads_it(value, monkeypatch):
+    # issue #28: Triton interprets for 1, true, on or yes (any case)
+    monkeypatch.setenv("TRITON_INTERPRET", value)
+    assert fa._interpreting()
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    assert not fa._interpreting()
+
+
+@pytest.mark.skipif(
+    HAS_GPU, reason="the GPU run's kernels are compiled, not interpreted"
+)
+def test_cpu_tensors_run_with_interpret_set_to_true(monkeypatch, seeded):
+    monkeypatch.setenv("TRITON_INTERPRET", "true")
+    _check_forward(*qkv(1, 1, 16, 16, torch.float16), causal=False)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_tensors_on_a_second_gpu_run_there(seeded):
+    # Triton launches on the current GPU; the launchers make it q's
+    q, k, v = (t.to("cuda:1") for t in qkv(1, 2, 100, 64, torch.float16))
+    with torch.cuda.device(0):
+        _check_forward(q, k, v, causal=True)
+        _check_gradients(q, k, v, causal=True)
+
+
 def test_cpu_tensors_need_the_interpreter(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     q, k, v = (torch.ones(1, 1, 4, 16, dtype=torch.float16) for _ in range(3))

@@ -3,7 +3,14 @@
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import DEVICE, TOLERANCES, assert_close, load_snippet, poison_
+from conftest import (
+    DEVICE,
+    HAS_GPU,
+    TOLERANCES,
+    assert_close,
+    load_snippet,
+    poison_,
+)
 
 fm = load_snippet("fused_mlp_tail")
 
@@ -127,6 +134,44 @@ def test_fused_chain_dropout_keeps_about_one_minus_p(seeded):
     assert (out[~keep] == 0).all()
 
 
+def _tail_backward(dout, y, bias, p, seed):
+    """dL/dy of the tail from what a training step saves: y, bias, p, seed
+    (the mask drawn again), in float64: dout * keep / (1 - p) * GELU'(y + b)."""
+    h = y.double() + bias.double()
+    normal = torch.distributions.Normal(0.0, 1.0)
+    gelu_grad = normal.cdf(h) + h * normal.log_prob(h).exp()
+    keep = fm.dropout_keep_mask(y.shape, p, seed, y.device)
+    return torch.where(keep, dout.double() * gelu_grad / (1.0 - p), 0.0)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.3])
+def test_fused_chain_keeps_the_pre_activation_for_the_backward(p, monkeypatch):
+    # issue #28: the chain wrote the tail over the matmul's output y, which
+    # GELU's backward needs; a backward from the saved y must match autograd
+    torch.manual_seed(0)
+    x, lw, lb, w, b, _, seed = _chain_args(torch.float32, t=9, h=40, f=70)
+    calls = []
+
+    def recording(y, bias, *args, **kwargs):
+        calls.append((y, y.clone()))
+        return fm_tail(y, bias, *args, **kwargs)
+
+    fm_tail = fm.bias_gelu_dropout
+    monkeypatch.setattr(fm, "bias_gelu_dropout", recording)
+    out = fm.mlp_chain_fused_tail(x, lw, lb, w, b, p, seed)
+    ((saved, y_then),) = calls
+    assert saved.data_ptr() != out.data_ptr() and torch.equal(saved, y_then)
+    # autograd through the reference tail (same mask) at the same y
+    y64 = y_then.double().requires_grad_(True)
+    keep = fm.dropout_keep_mask(y64.shape, p, seed, DEVICE)
+    ref = torch.where(keep, F.gelu(y64 + b.double()) / (1.0 - p), 0.0)
+    dout = torch.randn_like(ref)
+    (expected,) = torch.autograd.grad(ref, y64, dout)
+    got = _tail_backward(dout, saved, b, p, seed)
+    torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-12)
+    assert_close(out, ref.detach())
+
+
 def test_benchmark_descriptions_are_complete():
     names = [b["name"] for b in fm.BENCHMARKS]
     assert names == ["fused_mlp_tail", "fused_mlp_chain"]
@@ -175,6 +220,53 @@ def test_bad_input_is_rejected(kwargs, error, message):
     }
     with pytest.raises(error, match=message):
         fm.bias_gelu_dropout(**args)
+
+
+def test_out_sharing_memory_other_than_y_itself_is_refused(seeded):
+    # out one row past y: program 0 writes row 1 of y before program 1 reads
+    # it; out over the bias: row 0 overwrites the bias that every row adds
+    y, bias = _inputs(6, 50, torch.float32)
+    buffer = torch.empty(7 * 50, device=DEVICE)
+    buffer[: 6 * 50] = y.flatten()
+    shifted_y, shifted_out = buffer[: 6 * 50].view(6, 50), buffer[50:].view(6, 50)
+    with pytest.raises(ValueError, match="out must be y itself or share no memory"):
+        fm.bias_gelu_dropout(shifted_y, bias, out=shifted_out)
+    flat = torch.empty(6 * 50, device=DEVICE)
+    flat[:50] = bias
+    with pytest.raises(ValueError, match="out must be y itself or share no memory"):
+        fm.bias_gelu_dropout(y, flat[:50], out=flat.view(6, 50))
+
+
+@pytest.mark.parametrize("value", ["1", "true", "on", "yes", "TRUE"])
+def test_interpret_is_read_as_triton_reads_it(value, monkeypatch):
+    # issue #28: Triton interprets for 1, true, on or yes (any case)
+    monkeypatch.setenv("TRITON_INTERPRET", value)
+    assert fm._interpreting()
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    assert not fm._interpreting()
+
+
+@pytest.mark.skipif(
+    HAS_GPU, reason="the GPU run's kernels are compiled, not interpreted"
+)
+def test_cpu_tensors_run_with_interpret_set_to_true(monkeypatch, seeded):
+    monkeypatch.setenv("TRITON_INTERPRET", "true")
+    y, bias = _inputs(3, 10, torch.float32)
+    assert_close(fm.bias_gelu_dropout(y, bias), _gelu64(y, bias))
+    assert fm.dropout_keep_mask((3, 10), 0.5, 1, "cpu").shape == (3, 10)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_tensors_on_a_second_gpu_run_there(seeded):
+    # Triton launches on the current GPU; the launcher makes it y's
+    y, bias = (t.to("cuda:1") for t in _inputs(33, 129, torch.float32))
+    with torch.cuda.device(0):
+        out = fm.bias_gelu_dropout(y, bias, p=0.25, seed=5)
+        keep = fm.dropout_keep_mask(y.shape, 0.25, 5, y.device)
+    expected = torch.where(keep, _gelu64(y, bias) / 0.75, 0.0)
+    assert out.device == y.device and keep.float().mean().item() > 0.5
+    assert_close(out, expected)
 
 
 def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):

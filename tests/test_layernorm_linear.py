@@ -188,6 +188,55 @@ def test_zero_features_is_rejected():
         )
 
 
+@pytest.mark.parametrize("name", ["x", "weight", "bias", "ln_weight"])
+def test_out_sharing_memory_with_an_input_is_refused(name, seeded):
+    # issue #28: with out over x (or W), programs read tiles that others had
+    # already overwritten; refused, naming the input
+    x, w, b, lw, lb = _inputs(40, 40, 40, torch.float32)
+    args = {"x": x, "weight": w, "bias": b, "ln_weight": lw, "ln_bias": lb}
+    target = args[name]
+    out = target if target.dim() == 2 else torch.empty(41 * 40, device=DEVICE)
+    if target.dim() == 1:  # out starts inside the 1-D tensor's bytes
+        args[name] = out[1:41]
+        out = out[1:1601].view(40, 40)
+    with pytest.raises(ValueError, match=f"out must not share memory with {name}"):
+        ll.layernorm_linear(*args.values(), out=out, config=CONFIGS[0])
+
+
+@pytest.mark.parametrize("value", ["1", "true", "on", "yes", "TRUE"])
+def test_interpret_is_read_as_triton_reads_it(value, monkeypatch):
+    # issue #28: Triton interprets for 1, true, on or yes (any case)
+    monkeypatch.setenv("TRITON_INTERPRET", value)
+    assert ll._interpreting()
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    assert not ll._interpreting()
+
+
+@pytest.mark.skipif(
+    HAS_GPU, reason="the GPU run's kernels are compiled, not interpreted"
+)
+def test_cpu_tensors_run_with_interpret_set_to_true(monkeypatch, seeded):
+    monkeypatch.setenv("TRITON_INTERPRET", "true")
+    args = _inputs(5, 8, 6, torch.float32)
+    _check_against_pytorch(ll.layernorm_linear(*args), args)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_tensors_on_a_second_gpu_run_there(seeded):
+    # Triton launches on the current GPU; the launcher makes it x's
+    args = [a.to("cuda:1") for a in _inputs(37, 64, 48, torch.float16)]
+    with torch.cuda.device(0):
+        out = ll.layernorm_linear(*args, config=CONFIGS[0])
+        mean, rstd = ll.layernorm_stats(args[0])
+    torch.cuda.synchronize(1)
+    assert out.device == torch.device("cuda:1")
+    _check_against_pytorch(out, args)
+    x = args[0].float()
+    torch.testing.assert_close(mean, x.mean(1))
+    torch.testing.assert_close(rstd, (x.var(1, unbiased=False) + 1e-5).rsqrt())
+
+
 def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     args = _inputs(2, 4, 3, torch.float32)

@@ -24,7 +24,7 @@ BF16_SLACK = 1.0 if HAS_GPU else 2.0
 
 def _inputs(m, k, n, dtype, bias=True):
     size = {"tokens": m, "hidden": k, "out_features": n}
-    args = list(lf._bench_inputs(size, dtype, DEVICE))
+    args = list(lf._bench_inputs(size, dtype, DEVICE))[:5]  # not the folded copy
     if not bias:
         args[2] = None
     return args
@@ -349,3 +349,17 @@ def test_a_cpu_tensor_without_the_interpreter_is_refused(monkeypatch):
     cpu = [a.cpu() for a in _inputs(4, 16, 8, torch.float16)]
     with pytest.raises(ValueError, match="move it to a CUDA GPU"):
         lf.layernorm_linear(*cpu)
+
+
+def test_the_benchmark_times_the_folded_call_against_the_same_layer(seeded):
+    # the runner calls every contender with make_inputs' tuple: the Triton
+    # entry uses the copy folded there, the peers the raw weights
+    size = {"tokens": 40, "hidden": 64, "out_features": 48}
+    inputs = lf.BENCHMARK["make_inputs"](size, torch.float16, DEVICE)
+    assert isinstance(inputs[-1], lf.FoldedLinear)
+    expected = _expected(list(inputs[:5]))
+    got = lf.BENCHMARK["triton"](*inputs)
+    _assert_close_to_pytorch(got, list(inputs[:5]))
+    eager = lf.BENCHMARK["peers"]["PyTorch eager"](*inputs)
+    torch.testing.assert_close(eager.double(), expected, atol=2e-2, rtol=2e-2)
+    assert lf.BENCHMARK["peers"]["cuBLAS (Linear alone)"](*inputs).shape == got.shape

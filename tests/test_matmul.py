@@ -183,6 +183,55 @@ def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
         mm.matmul(torch.randn(4, 3), torch.randn(3, 2))
 
 
+@pytest.mark.parametrize("value", ["1", "true", "True", "on", "yes"])
+def test_every_spelling_triton_accepts_means_interpreting(value, monkeypatch):
+    # triton's own reading of TRITON_INTERPRET, not only "1"
+    monkeypatch.setenv("TRITON_INTERPRET", value)
+    assert mm._interpreting() is True
+    if DEVICE == "cpu":  # the kernels were built for the interpreter here
+        a, b = torch.eye(3), torch.arange(6.0).reshape(3, 2)
+        assert torch.equal(mm.matmul(a, b), b)
+
+
+@pytest.mark.parametrize("value", ["0", "false", "off", ""])
+def test_other_values_leave_the_interpreter_off(value, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", value)
+    assert mm._interpreting() is False
+    with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
+        mm.matmul(torch.randn(4, 3), torch.randn(3, 2))
+
+
+# issue #28: the kernel's offsets are int32 (int64 ones cost 3 to 20 % on an
+# H100), so the launcher refuses a matrix whose last element lies 2**31 or
+# more elements past its first. Meta tensors report such shapes without
+# allocating anything; nothing is launched.
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        ((65536, 32832), (32832, 16)),  # a: 2**31 + 2**22 elements
+        ((16, 65536), (65536, 32832)),  # b
+        ((65536, 16), (16, 32832)),  # out
+        ((1, 2**31 + 1), (2**31 + 1, 1)),  # one row of a, one column of b
+    ],
+    ids=["a", "b", "out", "k"],
+)
+def test_matrices_past_int32_offsets_are_refused(shapes, monkeypatch):
+    monkeypatch.setattr(mm, "_interpreting", lambda: True)  # meta, not CUDA
+    a, b = (torch.empty(s, dtype=torch.float16, device="meta") for s in shapes)
+    with pytest.raises(ValueError, match=r"more than 2\*\*31 - 1 elements"):
+        mm.matmul(a, b, config=SMALL)
+
+
+def test_a_transposed_view_is_measured_by_its_strides(monkeypatch):
+    monkeypatch.setattr(mm, "_interpreting", lambda: True)
+    at_limit = torch.empty(32768, 65536, device="meta").t()  # 2**31 elements
+    assert mm._last_offset(at_limit) == mm.MAX_OFFSET  # still within reach
+    a = torch.empty(32769, 65536, dtype=torch.float16, device="meta").t()
+    b = torch.empty(32769, 16, dtype=torch.float16, device="meta")
+    with pytest.raises(ValueError, match="a spans more"):
+        mm.matmul(a, b, config=SMALL)
+
+
 @pytest.mark.gpu  # needs a CUDA device beside the CPU
 def test_mixed_devices_are_rejected():
     with pytest.raises(ValueError, match="is on"):

@@ -138,6 +138,55 @@ def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
         ma.copy_2d(torch.ones(2, 2))
 
 
+@pytest.mark.parametrize("value", ["1", "true", "True", "on", "yes"])
+def test_every_spelling_triton_accepts_means_interpreting(value, monkeypatch):
+    # triton's own reading of TRITON_INTERPRET, not only "1"
+    monkeypatch.setenv("TRITON_INTERPRET", value)
+    assert ma._interpreting() is True
+    if DEVICE == "cpu":  # the kernels were built for the interpreter here
+        x = torch.arange(6.0).reshape(2, 3)
+        assert torch.equal(ma.copy_2d(x), x)
+        assert torch.equal(ma.transpose(x), x.t())
+
+
+@pytest.mark.parametrize("value", ["0", "false", "off", ""])
+def test_other_values_leave_the_interpreter_off(value, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", value)
+    assert ma._interpreting() is False
+    with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
+        ma.transpose(torch.ones(2, 2))
+
+
+def _needs_gpu_memory(n_bytes):
+    free, _ = torch.cuda.mem_get_info()
+    if free < n_bytes + 2**30:
+        pytest.skip(f"needs {n_bytes / 2**30:.1f} GiB free on the GPU")
+
+
+# issue #28: a 65536 x 32832 float16 matrix (2**31 + 2**22 elements) faulted
+# in copy_2d with int32 offsets; every kernel of the file is run on it
+BIG = (65536, 32832)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("order", ["rows", "columns"])
+def test_copy_past_2_31_elements(order):
+    _needs_gpu_memory(2 * BIG[0] * BIG[1] * 2)
+    x = torch.randn(BIG, dtype=torch.float16, device="cuda")
+    out = ma.copy_2d(x, out=poison_(torch.empty_like(x)), order=order)
+    assert torch.equal(out, x)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("method", ["tiled", "naive"])
+def test_transpose_past_2_31_elements(method):
+    _needs_gpu_memory(2 * BIG[0] * BIG[1] * 2)
+    x = torch.randn(BIG, dtype=torch.float16, device="cuda")
+    out = poison_(torch.empty(BIG[::-1], dtype=x.dtype, device="cuda"))
+    ma.transpose(x, out=out, method=method)
+    assert torch.equal(out, x.t())
+
+
 def test_runs_as_a_script(tmp_path):
     import os
     import subprocess

@@ -299,3 +299,35 @@ def test_the_gpu_timer_hides_the_launch_path_and_measures_the_gpu():
     cycles = int(2000 * timer.cycles_per_us)
     slept = timer.round(lambda: torch.cuda._sleep(cycles))["gpu_ms"]
     assert 0.5 < slept < 4.0
+
+
+# -------------------------------------------------------------- ceilings ---
+def _rec(rates: dict, probe: float, key: str = "bandwidth") -> dict:
+    roof = {"name": "probe", "value": probe, "unit": "GB/s", "how": "a probe"}
+    roof["ceiling"] = key
+    row = {"size": {"n": 1}, "dtype": "float32"}
+    row["results"] = {peer: {"rate": rate} for peer, rate in rates.items()}
+    return {"roofline": roof, "rows": [row]}
+
+
+def test_a_ceiling_a_contender_beats_is_raised_to_its_rate():
+    records = {
+        "a": _rec({"Triton": 900.0, "PyTorch eager": 800.0}, probe=1000.0),
+        "b": _rec({"Triton": 1100.0, "PyTorch eager": 700.0}, probe=1000.0),
+        "hot": _rec({"Triton": 5000.0}, probe=4000.0, key="l2"),
+        "mm": _rec({"Triton": 500.0}, probe=700.0, key="compute"),
+    }
+    keys = {"a": "bandwidth", "b": "bandwidth", "hot": "l2", "mm": "compute"}
+    held = M.hold_ceilings(records, keys)
+    assert held["bandwidth"]["value"] == 1100.0
+    assert held["bandwidth"]["probe_value"] == 1000.0
+    assert held["bandwidth"]["raised_by"]["benchmark"] == "b"
+    assert "raised" in held["bandwidth"]["how"]
+    assert records["a"]["roofline"] is records["b"]["roofline"]  # one ceiling
+    assert held["l2"]["value"] == 5000.0  # the L2 ceiling is its own
+    assert held["compute"] == records["mm"]["roofline"]
+    assert held["compute"]["value"] == 700.0 and "raised_by" not in held["compute"]
+    for bench in records.values():  # no rate above its ceiling
+        for row in bench["rows"]:
+            for res in row["results"].values():
+                assert res["rate"] <= bench["roofline"]["value"]

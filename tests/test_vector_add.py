@@ -97,10 +97,51 @@ def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
         va.vector_add(x, y)
 
 
+# triton turns its interpreter on for TRITON_INTERPRET=1, true, on or yes (any
+# case): the launcher must agree, or it refuses CPU tensors triton would run.
+INTERPRET_ON = ["1", "true", "True", "on", "yes"]
+INTERPRET_OFF = ["0", "false", "off", ""]
+
+
+@pytest.mark.parametrize("value", INTERPRET_ON)
+def test_every_spelling_triton_accepts_means_interpreting(value, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", value)
+    assert va._interpreting() is True
+    if DEVICE == "cpu":  # the kernels were built for the interpreter here
+        x = torch.arange(5.0)
+        assert torch.equal(va.vector_add(x, x), 2 * x)
+
+
+@pytest.mark.parametrize("value", INTERPRET_OFF)
+def test_other_values_leave_the_interpreter_off(value, monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", value)
+    assert va._interpreting() is False
+    with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
+        va.vector_add(torch.randn(4), torch.randn(4))
+
+
 @pytest.mark.gpu  # needs a CUDA device beside the CPU
 def test_mixed_devices_are_rejected():
     with pytest.raises(ValueError, match="is on"):
         va.vector_add(torch.randn(4, device="cuda"), torch.randn(4))
+
+
+def _needs_gpu_memory(n_bytes):
+    free, _ = torch.cuda.mem_get_info()
+    if free < n_bytes + 2**30:
+        pytest.skip(f"needs {n_bytes / 2**30:.1f} GiB free on the GPU")
+
+
+@pytest.mark.gpu  # issue #28: 2**31 + 4096 elements faulted with int32 offsets
+def test_more_than_2_31_elements_are_added():
+    n = 2**31 + 4096
+    _needs_gpu_memory(3 * n * 2)
+    x = torch.ones(n, dtype=torch.float16, device="cuda")
+    y = torch.ones(n, dtype=torch.float16, device="cuda")
+    y[2**31 :] = 2.0  # the elements past int32's reach get a different sum
+    out = poison_(torch.empty_like(x))
+    va.vector_add(x, y, out=out)
+    assert bool((out[: 2**31] == 2.0).all()) and bool((out[2**31 :] == 3.0).all())
 
 
 def test_runs_as_a_script(tmp_path):

@@ -6,32 +6,42 @@ import triton.language as tl
 
 
 @triton.jit
-def logsumexp_kernel(x_ptr, out_ptr, n_cols, row_stride, BLOCK_SIZE: tl.constexpr):
+def logsumexp_kernel(
+    x_ptr, out_ptr, n_cols, row_stride, col_stride, BLOCK_SIZE: tl.constexpr
+):
     row = tl.program_id(0)
-    # Running maximum m and sum s of exp(x - m), per lane; m starts finite so
-    # that an all -inf block rescales by exp(-inf) = 0 instead of NaN.
-    m = tl.full((BLOCK_SIZE,), -1e30, dtype=tl.float32)
+    # Running maximum m and sum s of exp(x - m), per lane. A lane that has seen
+    # only -inf keeps m = -inf, and exp(-inf - -inf) would be NaN: shift by 0
+    # instead there (its terms are exp(-inf) = 0 either way).
+    m = tl.full((BLOCK_SIZE,), -float("inf"), dtype=tl.float32)
     s = tl.zeros((BLOCK_SIZE,), dtype=tl.float32)
     for start in range(0, n_cols, BLOCK_SIZE):
         cols = start + tl.arange(0, BLOCK_SIZE)
         x = tl.load(
-            x_ptr + row * row_stride + cols, mask=cols < n_cols, other=-float("inf")
+            x_ptr + row * row_stride + cols * col_stride,
+            mask=cols < n_cols,
+            other=-float("inf"),
         )
         x = x.to(tl.float32)
         new_m = tl.maximum(m, x)
-        s = s * tl.exp(m - new_m) + tl.exp(x - new_m)
+        shift = tl.where(new_m == -float("inf"), 0.0, new_m)
+        s = s * tl.exp(m - shift) + tl.exp(x - shift)
         m = new_m
-    # Combine the lanes: rescale every lane's sum to the row maximum.
+    # Combine the lanes: rescale every lane's sum to the row maximum (an all
+    # -inf row sums to 0, and log(0) = -inf is its answer).
     row_max = tl.max(m, axis=0)
-    total = tl.sum(s * tl.exp(m - row_max), axis=0)
-    tl.store(out_ptr + row, (row_max + tl.log(total)).to(out_ptr.dtype.element_ty))
+    shift = tl.where(row_max == -float("inf"), 0.0, row_max)
+    total = tl.sum(s * tl.exp(m - shift), axis=0)
+    tl.store(out_ptr + row, (shift + tl.log(total)).to(out_ptr.dtype.element_ty))
 
 
 def logsumexp_rows(x: torch.Tensor, block_size: int = 1024) -> torch.Tensor:
-    if x.ndim != 2 or not x.is_contiguous():
-        raise ValueError("x must be a contiguous 2-D tensor")
+    if x.ndim != 2:
+        raise ValueError("x must be a 2-D tensor")
     rows, cols = x.shape
     out = torch.empty(rows, dtype=x.dtype, device=x.device)
-    if rows and cols:
-        logsumexp_kernel[(rows,)](x, out, cols, x.stride(0), BLOCK_SIZE=block_size)
+    if rows:  # an empty row comes out as log(0) = -inf
+        logsumexp_kernel[(rows,)](
+            x, out, cols, x.stride(0), x.stride(1), BLOCK_SIZE=block_size
+        )
     return out

@@ -4,19 +4,35 @@
     python -m triton_course.exercises check axpy my_axpy.py [--timeout 120]
 
 ``check`` runs the attempt in a fresh Python process under Triton's
-interpreter (``TRITON_INTERPRET=1``, CPU tensors), over awkward shapes and
-every dtype the exercise names, and says what is wrong: which case, the largest
-error and where, elements that were never written, writes past the end of an
-output, inputs that were modified, or the exception with the end of its
-traceback. It exits 0 when every case passes, and then prints the exercise's
-performance target for a real GPU.
+interpreter (``TRITON_INTERPRET=1``, CPU tensors), over awkward shapes (empty,
+ragged, non-contiguous) and every dtype the exercise names, and says what is
+wrong: which case, the largest error and where, elements that were never
+written, writes past the end of an output, inputs that were modified, or the
+exception with the end of its traceback. It exits 0 when every case passes,
+and then prints the exercise's performance target for a real GPU.
 
-How unwritten elements and stray writes are caught: while the attempt runs,
-``torch.empty``/``torch.empty_like`` *called from the attempt file* return a
-view at the start of a larger buffer filled with NaN. An element the kernel
-never wrote stays NaN; a store without its mask lands in the NaN tail, which
-is checked after every case. Inputs are views into NaN-padded buffers too, so
-an unmasked load past the end tends to pull NaN into a result.
+What the checker sees of the attempt's kernels (``_watch.py``):
+
+- every launch, and every element each store wrote. When the inputs hold
+  data, the result must come from a ``@triton.jit`` kernel defined in the
+  attempt file, and every element of the returned tensor must have been
+  written by one of its stores: a pure-PyTorch answer, or one converted or
+  copied after the kernel, fails, however the output was allocated;
+- every load, store and atomic is checked against the memory of the tensors
+  passed to the launch, and one outside it is stopped before it happens and
+  reported with its kernel line (an unmasked store into a ``torch.zeros``
+  output, say);
+- ``tl.dot`` on float32 operands at TF32 precision (Triton's default on
+  sm_80+ GPUs) rounds them to TF32 as a tensor core would, and is reported:
+  the interpreter alone would multiply in float32 and hide the loss.
+
+Besides, ``torch.empty``/``torch.empty_like`` *called from the attempt file*
+return a view at the start of a larger buffer filled with NaN, so a store
+without its mask lands in the NaN tail, checked after every case, and is named
+with the allocation's line. Inputs are views into NaN-filled buffers too (NaN
+after them, and between the elements of a non-contiguous one): an unmasked
+load past the end pulls NaN into a result, and a write around an input is
+seen.
 
 Adding an exercise: create ``triton_course/exercises/<name>.py`` defining
 ``EXERCISE = Exercise(...)`` (see ``axpy.py`` for element-wise work,
@@ -72,7 +88,8 @@ class Exercise:
     tolerances: dict = dataclasses.field(default_factory=lambda: DEFAULT_TOLERANCES)
     # (cases) the dtype the result must have, from the inputs' dtype
     result_dtype: Callable[[str], str] = staticmethod(lambda dtype: dtype)
-    # Instead of cases: custom(fn) -> list of (label, problem or None)
+    # Instead of cases: custom(fn, poisoner, watch) -> iterable of
+    # (label, list of problems), see catch_missing_mask.py
     custom: Callable | None = None
     # Advice printed after failures: {"words": advice} when some problem text
     # contains the words; {"only:words": advice} when every failed case's

@@ -39,3 +39,5 @@ def _launcher(kernel, block_size=1024):
 
 store_unmasked = _launcher(_add_store_unmasked_kernel)
 off_by_one = _launcher(_add_off_by_one_kernel)
+# 1000 = 8 * 125 fills 8-element blocks exactly: only a ragged n shows this one
+store_unmasked_block8 = _launcher(_add_store_unmasked_kernel, block_size=8)

@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 from . import GUARD, Exercise
+from ._watch import Watch
 
 
 class Poisoner:
@@ -92,13 +93,29 @@ def guard_size(tensor: torch.Tensor) -> int:
     return max(GUARD, tensor.numel())
 
 
-def guarded_input(tensor: torch.Tensor) -> torch.Tensor:
-    """A contiguous copy of ``tensor`` followed in memory by NaNs."""
-    size = tensor.numel() + guard_size(tensor)
-    buffer = poison_(torch.empty(size, dtype=tensor.dtype))
-    view = buffer[: tensor.numel()].view(tensor.shape)
+def guarded_input(tensor: torch.Tensor, strided: bool = False) -> torch.Tensor:
+    """A copy of ``tensor`` inside a NaN-filled buffer: followed in memory by
+    NaNs, and with ``strided`` every second element of its last dimension (a
+    non-contiguous view, NaN in the gaps). The buffer is ``view.guard``."""
+    n = tensor.numel()
+    spread = 2 if strided and n and tensor.ndim else 1
+    buffer = poison_(torch.empty(n * spread + guard_size(tensor), dtype=tensor.dtype))
+    if spread == 1:
+        view = buffer[:n].view(tensor.shape)
+    else:
+        shape = (*tensor.shape[:-1], tensor.shape[-1] * spread)
+        view = buffer[: n * spread].view(shape)[..., ::spread]
     view.copy_(tensor)
+    view.guard = buffer
     return view
+
+
+def written_beside(view: torch.Tensor) -> int:
+    """How many guard elements around an input made by guarded_input changed."""
+    around = view.guard.clone()
+    offset = view.storage_offset() - view.guard.storage_offset()
+    around.as_strided(view.shape, view.stride(), offset).fill_(float("nan"))
+    return int((~_is_poison(around)).sum())
 
 
 def load_attempt(path: Path):
@@ -181,26 +198,56 @@ def _index(flat: int, shape) -> str:
     return "index " + str(tuple(reversed(idx)))
 
 
-def run_cases(exercise: Exercise, fn, poisoner: Poisoner):
+def run_cases(exercise: Exercise, fn, poisoner: Poisoner, watch: Watch):
     """Yield (case label, problems) for every case, as each one finishes."""
     generator = torch.Generator().manual_seed(20240)
     for case in exercise.cases:
         for dtype in exercise.dtypes:
             label = _label(case, dtype)
+            strided = bool(case.get("strided"))
             args = tuple(
-                guarded_input(a) if isinstance(a, torch.Tensor) else a
+                guarded_input(a, strided) if isinstance(a, torch.Tensor) else a
                 for a in exercise.make_inputs(case, getattr(torch, dtype), generator)
             )
             before = [a.clone() if isinstance(a, torch.Tensor) else None for a in args]
+            watch.clear()
             try:
-                with poisoner.active():
+                with poisoner.active(), watch.active():
                     result = fn(*args)
             except Exception as error:  # the learner's exception, reported in full
                 poisoner.buffers.clear()
-                yield label, [f"raised {_one_line(error)}\n" + traceback_tail(error)]
+                if watch.out_of_bounds:
+                    yield label, watch.out_of_bounds[:1]
+                elif strided and isinstance(error, (ValueError, TypeError)):
+                    yield f"{label} (refused: {_one_line(error)})", []
+                else:
+                    yield (
+                        label,
+                        [f"raised {_one_line(error)}\n" + traceback_tail(error)],
+                    )
                 continue
-            problems = poisoner.stray_writes()
+            problems = watch.out_of_bounds[:1] + poisoner.stray_writes()
+            for i, arg in enumerate(args):
+                beside = written_beside(arg) if isinstance(arg, torch.Tensor) else 0
+                if beside:
+                    problems.append(
+                        f"wrote {beside} element(s) of the memory "
+                        f"around input {i + 1} (past its end, or between its "
+                        "elements): a tl.store without its mask, or through the "
+                        "wrong pointer?"
+                    )
+            problems += kernel_problems(result, args, watch, poisoner.attempt_file)
             problems += compare(result, exercise.reference(*args), dtype, exercise)
+            if watch.tf32_dots:
+                problems.append(
+                    "tl.dot multiplied float32 operands in TF32, its default "
+                    "on NVIDIA GPUs since sm_80: each operand keeps only 10 "
+                    "mantissa bits (a relative error up to 5e-4 each), which "
+                    "no float32 tolerance allows. Pass "
+                    'input_precision="ieee" to tl.dot for float32 inputs (the '
+                    "checker rounds the operands as a tensor core does; the "
+                    "interpreter alone would not)."
+                )
             for i, (arg, old) in enumerate(zip(args, before, strict=True)):
                 if old is not None and not torch.equal(
                     arg.nan_to_num(1.0), old.nan_to_num(1.0)
@@ -209,6 +256,37 @@ def run_cases(exercise: Exercise, fn, poisoner: Poisoner):
                         f"input {i + 1} was modified; inputs must stay as given"
                     )
             yield label, problems
+
+
+def kernel_problems(result, args, watch: Watch, attempt_file) -> list[str]:
+    """The result must be what a kernel of the attempt stored (when the
+    inputs hold data): not PyTorch's work, nor a copy or conversion of it."""
+    if not isinstance(result, torch.Tensor) or result.numel() == 0:
+        return []
+    if any(isinstance(a, torch.Tensor) and a.numel() == 0 for a in args):
+        return []  # empty inputs: the attempt may skip the launch
+    own = watch.launched_from(attempt_file)
+    if not own:
+        others = sorted({launch.kernel for launch in watch.launches})
+        ran = f" (only {', '.join(others)} ran, not defined there)" if others else ""
+        return [
+            "no Triton kernel defined in your file was launched" + ran + ": the "
+            "exercise asks for the result to be computed by your own "
+            "@triton.jit kernel, launched as kernel[grid](...) from this file"
+        ]
+    written = Watch.stored(result.detach(), own)
+    if result.dtype.is_floating_point:
+        written |= torch.isnan(result.detach())  # compare() names those
+    if written.all():
+        return []
+    missing = (~written).flatten().nonzero().flatten()
+    return [
+        f"{missing.numel()} of {result.numel()} elements of the returned tensor "
+        f"were never written by a tl.store of your kernel (first at "
+        f"{_index(int(missing[0]), result.shape)}): a block the grid or the "
+        "mask skips, or a result computed, copied or converted afterwards in "
+        "PyTorch? Return the tensor your kernel stores into."
+    ]
 
 
 def _one_line(error: BaseException) -> str:
@@ -229,11 +307,11 @@ def check(exercise: Exercise, attempt: Path) -> int:
     if not callable(fn):
         print(f"  FAIL {attempt.name} does not define {exercise.signature}")
         return 1
-    poisoner = Poisoner(attempt)
+    poisoner, watch = Poisoner(attempt), Watch()
     if exercise.custom is not None:
-        results = exercise.custom(fn, poisoner)
+        results = exercise.custom(fn, poisoner, watch)
     else:
-        results = run_cases(exercise, fn, poisoner)
+        results = run_cases(exercise, fn, poisoner, watch)
     failed, count, seen = [], 0, set()
     for label, problems in results:
         count += 1
@@ -251,6 +329,13 @@ def check(exercise: Exercise, attempt: Path) -> int:
         sys.stdout.flush()
     if failed:
         print(f"\n{len(failed)} of {count} cases failed.")
+        if all("strided" in label for label, _ in failed):
+            print(
+                "hint: only the cases with non-contiguous inputs failed (every "
+                "second element of a larger tensor): use the tensors' strides "
+                "in the address arithmetic, or refuse such inputs with a "
+                "ValueError."
+            )
         for words, advice in exercise.hints.items():
             if words.startswith("only:"):
                 show = all(words[5:] in label for label, _ in failed)

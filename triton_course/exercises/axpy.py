@@ -23,15 +23,18 @@ EXERCISE = Exercise(
     function="axpy",
     signature="axpy(a, x, y)",
     task="return a * x + y for 1-D tensors x, y of the same dtype and a Python "
-    "float a, computed by your own Triton kernel (a passed as a kernel argument).",
+    "float a, computed by your own Triton kernel (a passed as a kernel argument); "
+    "for non-contiguous x or y, compute it right or raise a ValueError.",
     target="time it at n = 2**24 float32 the way the vector addition page times "
     "vector_add: axpy moves the same 3 * n * 4 bytes, so aim for at least 85% of "
     "the copy bandwidth measured on the same GPU.",
     cases=[
+        {"n": 0, "a": 2.0},
         {"n": 1, "a": 2.0},
         {"n": 7, "a": -0.5},
         {"n": 1000, "a": 3.25},
         {"n": 4099, "a": 1e-3},
+        {"n": 1001, "a": -2.0, "strided": True},  # every second element
     ],
     make_inputs=make_inputs,
     reference=reference,

@@ -2,12 +2,24 @@
 
 The attempt defines ``writes_past_the_end(add) -> bool``: given a vector-add
 function ``add(x, y, out=None)``, it must say whether ``add`` writes past the
-end of ``out``. The checker hands it the course's correct ``vector_add`` and two
-broken ones (a store without its mask, and a mask that lets one element too
-many through); the detector must tell them apart.
+end of ``out``. The checker hands it correct and broken vector adds: the
+course's ``vector_add`` with 1024- and 8-element blocks, a store without its
+mask (1024- and 8-element blocks: the second writes nothing past the end when
+n is a multiple of 8, such as 1000), and a mask that lets one element too many
+through. All are presented alike (a function named ``add``), and the detector
+must actually run each one: its answer has to come from what ``add`` wrote.
 """
 
 from . import REPO_ROOT, Exercise
+
+
+def _disguised(impl):
+    """``impl`` behind a function that looks the same for every variant."""
+
+    def add(x, y, out=None):
+        return impl(x, y, out=out)
+
+    return add
 
 
 def _variants():
@@ -20,32 +32,71 @@ def _variants():
     )
     course = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(course)
+
+    def course_block8(x, y, out=None):
+        return course.vector_add(x, y, out, block_size=8)
+
     return [
-        ("the course's vector_add (correct)", course.vector_add, False),
         ("a vector_add whose tl.store has no mask", _broken_adds.store_unmasked, True),
+        ("the course's vector_add (correct)", course.vector_add, False),
         ("a vector_add whose mask is offsets <= n", _broken_adds.off_by_one, True),
+        (
+            "a vector_add with 8-element blocks whose tl.store has no mask",
+            _broken_adds.store_unmasked_block8,
+            True,
+        ),
+        (
+            "the course's vector_add with 8-element blocks (correct)",
+            course_block8,
+            False,
+        ),
     ]
 
 
-def check_detector(fn, poisoner):
+def check_detector(fn, poisoner, watch):
     from ._check import _one_line, traceback_tail
 
-    for label, add, writes in _variants():
+    for label, impl, writes in _variants():
+        watch.clear()
         try:
-            with poisoner.active():
-                answer = fn(add)
+            with poisoner.active(), watch.active():
+                answer = fn(_disguised(impl))
         except Exception as error:
             poisoner.buffers.clear()
-            yield label, [f"raised {_one_line(error)}\n" + traceback_tail(error)]
+            if watch.out_of_bounds:
+                yield label, [_outside(watch)]
+            else:
+                yield label, [f"raised {_one_line(error)}\n" + traceback_tail(error)]
             continue
         poisoner.buffers.clear()  # the detector's own buffers are its business
-        if not isinstance(answer, bool):
+        if watch.out_of_bounds:  # even if the detector caught the exception
+            yield label, [_outside(watch)]
+        elif not watch.launches:
+            yield (
+                label,
+                [
+                    "add's kernel never ran: call add(x, y, out=...) on tensors "
+                    "with elements and decide from what it wrote, not from the "
+                    "function itself"
+                ],
+            )
+        elif not isinstance(answer, bool):
             yield label, [f"returned {answer!r}; return True or False"]
         elif answer != writes:
             verdict = "writes past the end" if writes else "stays inside out"
             yield label, [f"returned {answer}, but this one {verdict}"]
         else:
             yield label, []
+
+
+def _outside(watch) -> str:
+    return (
+        "add wrote outside every tensor you gave it, into memory your test does "
+        "not own (the checker stopped the write; on a GPU it would land in "
+        "another tensor, unseen): give it an out that is a slice of a larger "
+        "NaN-filled buffer, so that a stray write lands where you can look. "
+        "The kernel's report: " + watch.out_of_bounds[0]
+    )
 
 
 EXERCISE = Exercise(
@@ -61,8 +112,8 @@ EXERCISE = Exercise(
     "memory that belongs to another tensor.",
     custom=check_detector,
     hints={
-        "writes past the end": "choose n so that the last block is ragged (n not "
-        "a multiple of the block size, e.g. 1000) and check every guard element, "
-        "including the first one after out.",
+        "writes past the end": "choose n so that the last block is ragged for "
+        "any block size (an odd n such as 1001: 1000 is a multiple of 8) and "
+        "check every guard element, including the first one after out.",
     },
 )

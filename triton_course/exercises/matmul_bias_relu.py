@@ -27,7 +27,8 @@ EXERCISE = Exercise(
     signature="matmul_bias_relu(a, b, bias)",
     task="for a (M, K), b (K, N), bias (N,) return relu(a @ b + bias) in a's "
     "dtype, adding the bias and applying the ReLU to the float32 accumulator "
-    "before the single store.",
+    "before the single store; full float32 precision for float32 inputs "
+    '(tl.dot(..., input_precision="ieee")), any strides.',
     target="at 4096 x 4096 x 4096 float16 aim for the tiled-GEMM page's kernel "
     "rate (the epilogue is nearly free), ahead of torch.relu(a @ b + bias) in "
     "eager PyTorch, which reads and writes the product twice more.",
@@ -36,6 +37,9 @@ EXERCISE = Exercise(
         {"M": 17, "N": 33, "K": 65},
         {"M": 64, "N": 64, "K": 64},
         {"M": 100, "N": 70, "K": 130},
+        {"M": 0, "N": 5, "K": 4},
+        {"M": 5, "N": 3, "K": 0},  # no products: relu(bias) in every row
+        {"M": 33, "N": 17, "K": 40, "strided": True},  # every second column
     ],
     dtypes=("float32", "float16"),
     make_inputs=make_inputs,
@@ -48,5 +52,8 @@ EXERCISE = Exercise(
     hints={
         "NaN where": "tiles along the edges run past M, N or K: mask the loads "
         "with other=0.0 so the extra products add nothing, and mask the store.",
+        "only:strided": "pass a.stride(0), a.stride(1), b.stride(0), b.stride(1) "
+        "and bias.stride(0) to the kernel and use them in every address: these "
+        "inputs are views of every second column of larger tensors.",
     },
 )

@@ -24,16 +24,20 @@ EXERCISE = Exercise(
     function="softmax_temperature",
     signature="softmax_temperature(x, temperature)",
     task="for a 2-D tensor x and a Python float temperature > 0, return "
-    "softmax(x / temperature) along each row, one program per row, in x's dtype.",
+    "softmax(x / temperature) along each row, one program per row, in x's dtype; "
+    "for a non-contiguous x, compute it right or raise a ValueError.",
     target="at 4096 x 4096 float16 the kernel reads x once and writes the "
     "result once, like the softmax page's fused kernel: aim for its share of the "
     "copy bandwidth measured on the same GPU, and beat PyTorch's two-step "
     "torch.softmax(x / T).",
     cases=[
+        {"shape": (0, 5), "T": 1.0},
+        {"shape": (4, 0), "T": 1.0},
         {"shape": (1, 1), "T": 1.0},
         {"shape": (3, 7), "T": 0.5},
         {"shape": (5, 1000), "T": 2.0},
         {"shape": (2, 1500), "T": 0.1, "scale": 30.0},  # exp would overflow unshifted
+        {"shape": (3, 77), "T": 1.5, "strided": True},  # every second column
     ],
     make_inputs=make_inputs,
     reference=reference,

@@ -49,8 +49,8 @@ from pathlib import Path
 from triton_course import timings as T
 
 ROUNDS = 7  # interleaved rounds per row: a median and quartiles that mean something
-ROUND_BUDGET_MS = 20.0  # GPU time per contender per round (samples of GPU time)
-WALL_BUDGET_MS = 6.0  # back-to-back calls per contender per round (wall time)
+ROUND_BUDGET_MS = 12.0  # GPU time per contender per round (samples of GPU time)
+WALL_BUDGET_MS = 4.0  # back-to-back calls per contender per round (wall time)
 MIN_SAMPLES, MAX_SAMPLES = 3, 25
 FLUSH_BYTES = 256 * 2**20  # > 2× the L2 of any current GPU: every sample starts cold
 MIN_SLEEP_US = 40.0  # the GPU sleeps at least this long before each sample
