@@ -912,8 +912,7 @@ def _selects(row: dict, key: str, wanted: str) -> bool:
     m = _SELECTOR_RE.fullmatch(wanted.strip())
     if not m:
         raise ValueError(
-            f"selector {key}={wanted!r}: expected a number, >=N, <=N, >N, <N "
-            "or largest"
+            f"selector {key}={wanted!r}: expected a number, >=N, <=N, >N, <N or largest"
         )
     op, number = m.group(1), float(m.group(2))
     value = row["size"][key]

@@ -21,6 +21,7 @@ Run it:  TRITON_INTERPRET=1 python snippets/flash_attention.py   (CPU, interpret
 # --8<-- [start:imports]
 import contextlib
 import math
+import os
 
 import torch
 import torch.nn.functional as F
@@ -569,8 +570,10 @@ def _on(device):
 
 
 def _interpreting() -> bool:
-    # Triton interprets on the CPU when TRITON_INTERPRET is 1, true, on or yes
-    return triton.knobs.runtime.interpret
+    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
+    # Python: torch.compile cannot trace triton.knobs (a C++ call)
+    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
+    return flag in ("1", "true", "on", "yes")
 
 
 # --8<-- [end:launcher]

@@ -20,6 +20,7 @@ Run it:  TRITON_INTERPRET=1 python snippets/layernorm_linear_fold.py  (CPU)
 
 # --8<-- [start:imports]
 import contextlib
+import os
 from typing import NamedTuple
 
 import torch
@@ -393,8 +394,10 @@ def _num_sms(device) -> int:
 
 
 def _interpreting() -> bool:
-    # Triton interprets on the CPU when TRITON_INTERPRET is 1, true, on or yes
-    return triton.knobs.runtime.interpret
+    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
+    # Python: torch.compile cannot trace triton.knobs (a C++ call)
+    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
+    return flag in ("1", "true", "on", "yes")
 
 
 # --8<-- [end:launcher]

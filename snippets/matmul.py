@@ -10,6 +10,8 @@ Run it:  TRITON_INTERPRET=1 python snippets/matmul.py   (CPU, interpreter)
 """
 
 # --8<-- [start:imports]
+import os
+
 import torch
 import triton
 import triton.language as tl
@@ -207,9 +209,10 @@ def _last_offset(t) -> int:
 
 
 def _interpreting() -> bool:
-    # Under TRITON_INTERPRET=1 (or true, on, yes) the kernel runs on the CPU,
-    # on CPU tensors; triton's own reading of the variable decides.
-    return triton.knobs.runtime.interpret
+    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
+    # Python: torch.compile cannot trace triton.knobs (a C++ call)
+    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
+    return flag in ("1", "true", "on", "yes")
 
 
 # --8<-- [end:launcher]

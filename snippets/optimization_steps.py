@@ -9,6 +9,7 @@ Run it:  TRITON_INTERPRET=1 python snippets/optimization_steps.py   (CPU)
 """
 
 # --8<-- [start:imports]
+import os
 
 import torch
 import triton
@@ -192,8 +193,10 @@ def rowsum_v3(x, out=None, config=None):
 
 
 def _interpreting() -> bool:
-    # Triton interprets on the CPU when TRITON_INTERPRET is 1, true, on or yes
-    return triton.knobs.runtime.interpret
+    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
+    # Python: torch.compile cannot trace triton.knobs (a C++ call)
+    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
+    return flag in ("1", "true", "on", "yes")
 
 
 # --8<-- [end:launcher]

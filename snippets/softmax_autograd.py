@@ -140,8 +140,10 @@ MAX_COLS = 32768  # a whole row must fit in one program's registers
 
 
 def _interpreting() -> bool:
-    # Triton interprets on the CPU when TRITON_INTERPRET is 1, true, on or yes
-    return triton.knobs.runtime.interpret
+    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
+    # Python: torch.compile cannot trace triton.knobs (a C++ call)
+    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
+    return flag in ("1", "true", "on", "yes")
 
 
 def _check(name, t, like=None):

@@ -25,3 +25,18 @@ def test_launchers_read_triton_interpret_as_triton_does(name, monkeypatch):
 
 def test_every_snippet_with_launchers_is_covered():
     assert len(WITH_INTERPRETER_CHECK) >= 10
+
+
+@pytest.mark.parametrize("name", WITH_INTERPRETER_CHECK)
+def test_the_interpreter_check_traces_under_torch_compile(name):
+    # a launcher called inside torch.compile(fullgraph=True) runs this check:
+    # reading triton.knobs there is a graph break (a C++ call dynamo skips),
+    # which is how the first GPU run of issue #25 failed
+    import torch
+
+    module = load_snippet(name)
+    torch._dynamo.reset()  # one lambda, many modules: no recompile limit
+    compiled = torch.compile(
+        lambda t: t + int(module._interpreting()), fullgraph=True, backend="eager"
+    )
+    assert compiled(torch.zeros(2)).tolist() == [1.0, 1.0]  # conftest: interpreting

@@ -48,6 +48,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 # (mkdocs, Chromium, zizmor, pytest-notebook) or test the runner itself on CPU.
 GPU_SKIPPED_TESTS = ("test_runner.py", "test_workflows.py")
 NOTEBOOK_TIMEOUT_S = 600
+NOTEBOOK_LANES = 3  # notebooks executed at once, beside the tests
 WORKER = [sys.executable, "-m", "triton_course.runner.worker"]
 
 
@@ -586,9 +587,7 @@ def _run(
         )
     else:
         tests_lane.jobs.append(Job("tests", lambda stop: check(snippets)))
-    nb_lane = Lane("notebooks")
-    for nb in notebooks:
-        nb_lane.jobs.append(Job(f"notebook {nb.name}", _notebook_job(nb, results)))
+    nb_lanes = _notebook_lanes(notebooks, results)
     cap_lane = Lane("captures", title="captures (untimed)")
     for s, name, spec in captures_untimed:
         cap_lane.jobs.append(
@@ -599,7 +598,7 @@ def _run(
         warm_fn = warm or (lambda _, stop: warm_up_isolated(repo_root, only, stop))
         warm_lane.jobs.append(Job("warm-up", lambda stop: warm_fn(snippets, stop)))
     with times.phase("concurrent phase"):
-        run_concurrently([tests_lane, nb_lane, cap_lane, warm_lane], times)
+        run_concurrently([tests_lane, *nb_lanes, cap_lane, warm_lane], times)
 
     # 2. Alone on the GPU: rooflines, every benchmark, the other captures.
     stage = Stage()
@@ -686,6 +685,34 @@ def _captures(snippets, untimed: bool | None) -> list[tuple]:
         for name, spec in s.captures.items()
         if untimed is None or (name in s.untimed) == untimed
     ]
+
+
+def _notebook_lanes(notebooks: list[Path], results: dict) -> list[Lane]:
+    """NOTEBOOK_LANES lanes that share the notebooks: each lane takes the next
+    notebook left when its last one ends, so a long notebook holds up one
+    lane, not the phase (one after another they took 214 s on an H100, the
+    tests 129 s). A failure is named by its notebook (the job's label follows
+    the notebook it runs) and ends only its lane: the others run the rest."""
+    queue = collections.deque(notebooks)
+    lock = threading.Lock()
+
+    def lane(i: int) -> Lane:
+        job = Job("notebooks", lambda stop: None)
+
+        def take_until_empty(stop):
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    nb = queue.popleft()
+                job.label = f"notebook {nb.name}"
+                _notebook_job(nb, results)(stop)
+
+        job.fn = take_until_empty
+        return Lane(f"notebooks-{i + 1}" if count > 1 else "notebooks", [job])
+
+    count = min(NOTEBOOK_LANES, len(notebooks))
+    return [lane(i) for i in range(count)]
 
 
 def _notebook_job(nb: Path, results: dict):
