@@ -269,8 +269,15 @@ def test_the_runner_never_writes_format_1():
 
 # -------------------------------------------------------------- on a GPU ---
 @pytest.mark.gpu
-def test_the_gpu_timer_hides_the_launch_path_and_measures_the_gpu():
+def test_the_gpu_timer_hides_the_launch_path_and_measures_the_gpu(monkeypatch):
     import torch
+
+    # The runner times alone; this test shares 16 cores with a dozen test
+    # workers, the notebooks and the warm-up, and there an enqueue can be
+    # preempted for longer than the runner's sleep of a few tens of µs (on
+    # an H100 in issue #25's runs, every round). With a 5 ms sleep the
+    # mechanism is tested, not the machine's load.
+    monkeypatch.setattr(M, "MIN_SLEEP_US", 5000.0)
 
     timer = M.CudaTimer(1500)  # cycles per µs: the sleep below is 1-2 ms
     x = torch.empty(1, device="cuda")
@@ -278,12 +285,8 @@ def test_the_gpu_timer_hides_the_launch_path_and_measures_the_gpu():
     def tiny():  # far less GPU work than Python launch cost
         x.add_(1)
 
-    # the runner times alone on the GPU; the GPU tests share the CPU with
-    # other workers, which can delay one enqueue past its sleep: of three
-    # rounds, one must hide the launch
-    rounds = [timer.round(tiny) for _ in range(3)]
-    assert any(r["launch_hidden"] for r in rounds), rounds
-    res = next(r for r in rounds if r["launch_hidden"])
+    res = timer.round(tiny)
+    assert res["launch_hidden"] is True, res
     # a one-element add takes a few µs of GPU time (the events around one
     # call count their own few µs too: on an H100 this can exceed the
     # back-to-back cost of a call, so the two are not compared)
