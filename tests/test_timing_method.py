@@ -291,17 +291,12 @@ def test_the_gpu_timer_hides_the_launch_path_and_measures_the_gpu(monkeypatch):
     # call count their own few µs too: on an H100 this can exceed the
     # back-to-back cost of a call, so the two are not compared)
     assert 0 < res["gpu_ms"] < 0.05
-    # back to back from Python the GPU waits for each launch: wall_ms is the
-    # launch path's cost per call, not the GPU's, so it is at least about
-    # what Python spends enqueueing one call
-    torch.cuda.synchronize()
-    calls = 200
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        tiny()
-    enqueue_ms = (time.perf_counter() - t0) * 1e3 / calls
-    torch.cuda.synchronize()
-    assert res["wall_ms"] >= 0.5 * enqueue_ms, (res, enqueue_ms)
+    # wall_ms (back-to-back calls, timed by events on the GPU) is not checked
+    # against the launch path here: with other processes on the GPU, kernels
+    # queue up behind their work and then run back to back (an H100 in issue
+    # #25: 2.2 µs a call against 10.9 µs of Python enqueue). The runner times
+    # alone, where the premise holds.
+    assert res["wall_ms"] > 0
     # a known amount of GPU work: 2 ms of sleep at the timer's clock estimate
     cycles = int(2000 * timer.cycles_per_us)
     slept = timer.round(lambda: torch.cuda._sleep(cycles))["gpu_ms"]
