@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 
 import pytest
 from test_measured_hook import fixture_doc, legacy_doc
