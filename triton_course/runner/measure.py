@@ -208,6 +208,17 @@ def cuda_environment(repo_root: Path, commit: str | None = None) -> Environment:
     )
 
 
+def wall_calls(gpu_ms: float, host_ms: float) -> int:
+    """Back-to-back calls for a round's ``wall_ms``: about WALL_BUDGET_MS of
+    them, at least 3 while a call is short enough for its launch to matter
+    (up to a third of the budget), down to 1 for calls of a few ms and more,
+    whose launch is lost in the kernel (this keeps the long flash-attention
+    rows from spending rounds on calls that say nothing new)."""
+    per_call = max(gpu_ms, host_ms, 1e-3)
+    floor = 3 if per_call <= WALL_BUDGET_MS / 3 else 1
+    return int(min(200, max(floor, WALL_BUDGET_MS / per_call)))
+
+
 class CudaTimer:
     """One round of one contender: GPU time with the launch path hidden, and
     the wall time of back-to-back calls (see the module docstring)."""
@@ -271,7 +282,7 @@ class CudaTimer:
         n = int(min(MAX_SAMPLES, max(MIN_SAMPLES, ROUND_BUDGET_MS / per_sample)))
         samples, hidden = self.gpu_samples(fn, n, sleep_us)
         gpu = sorted(samples)[len(samples) // 2]
-        m = int(min(200, max(3, WALL_BUDGET_MS / max(gpu, host, 1e-3))))
+        m = wall_calls(gpu, host)
         return {"gpu_ms": gpu, "wall_ms": self.wall_ms(fn, m), "launch_hidden": hidden}
 
     def bench(self, fn, quantiles=None, **_):
