@@ -7,8 +7,12 @@ so an inlined plot follows the page's light or dark scheme; the peer colours
 are mid-tones that read on both.
 
 One panel per dtype; one line per peer; the roofline measured in the same run
-is a dashed horizontal line. With one size parameter the x axis is that
-parameter on a log2 scale, otherwise the sizes are evenly spaced categories.
+is a dashed horizontal line. With one size parameter varying, the x axis is
+that parameter on a log2 scale; with several that form a grid, small
+multiples (a panel per setting of the others, see groups()); otherwise
+categories ordered by size. The y axis turns logarithmic where the data span
+more than LOG_SPAN. Every text's estimated extent stays inside the viewBox,
+and line labels are placed so that none overlaps another (Labels).
 """
 
 from __future__ import annotations
@@ -93,15 +97,29 @@ def _fmt_tick(v: float) -> str:
     return f"{v:g}"
 
 
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def fmt_size(v) -> str:
+    """A size as the tables write it: 2¹² for a power of two from 1024 up."""
+    if isinstance(v, int) and v >= 1024 and v & (v - 1) == 0:
+        return "2" + str(v.bit_length() - 1).translate(_SUPERSCRIPT)
+    return str(v)
+
+
 def _size_label(size: dict, params: list) -> str:
-    parts = []
-    for p in params:
-        v = size[p]
-        if isinstance(v, int) and v >= 1024 and v & (v - 1) == 0:
-            parts.append(f"2^{v.bit_length() - 1}")
-        else:
-            parts.append(str(v))
-    return "×".join(parts)
+    return "×".join(fmt_size(size[p]) for p in params)
+
+
+def plain(text: str) -> str:
+    """A title as plain text: SVG shows Markdown's backticks literally."""
+    return text.replace("`", "")
+
+
+def text_width(text: str, font_size: float) -> float:
+    """An upper estimate of a text's width in SVG units (system-ui; wide
+    glyphs such as digits and capitals are about 0.62 em)."""
+    return 0.62 * font_size * len(text)
 
 
 def _color(peer: str, order: list) -> str:
@@ -144,23 +162,26 @@ def _header(out: list, L: Layout, y0: float, title: str, legend: list) -> float:
 
     `legend` holds (key_svg_maker or None, text) pairs; a maker draws the
     key at (x, y)."""
-    titles = [title] if not L.narrow else _wrap(title, L.w - 8, 8.2)
+    x0 = 4 if L.narrow else L.left
+    # every line must end inside the viewBox: wrap on the estimated width
+    titles = _wrap(plain(title), L.w - x0 - 4, 0.62 * 14)
     for i, line in enumerate(titles):
         out.append(
-            f'<text x="{4 if L.narrow else L.left}" y="{y0 + 16 + 17 * i}" '
+            f'<text x="{x0}" y="{y0 + 16 + 17 * i}" '
             f'font-size="14" font-weight="600" fill="currentColor">'
             f"{escape(line)}</text>"
         )
     y = y0 + 16 + 17 * (len(titles) - 1) + 18
-    if not L.narrow:  # right-aligned, one line
-        lx = L.w - L.right
-        for key, text in reversed(legend):
-            lx -= 7 * len(text) + (24 if key else 4)
+    widths = [text_width(text, 11) + (22 if key else 4) for key, text in legend]
+    if not L.narrow and sum(widths) <= L.w - L.right - L.left:
+        lx = L.w - L.right  # right-aligned, one line
+        for (key, text), width in reversed(list(zip(legend, widths, strict=True))):
+            lx -= width
             _legend_entry(out, key, lx, y, text)
         return y - y0 + 10
     lx = 4
     for key, text in legend:
-        width = 6.6 * len(text) + (22 if key else 4)
+        width = text_width(text, 11) + (22 if key else 4)
         if lx > 4 and lx + width > L.w - L.right:
             lx, y = 4, y + 16
         _legend_entry(out, key, lx, y, text)
@@ -177,39 +198,156 @@ def _legend_entry(out: list, key, x: float, y: float, text: str):
     )
 
 
+# Small multiples in the page's column: two panels side by side, each laid
+# out like a phone's (title wrapped, legend flowing).
+SUB = Layout(
+    w=320,
+    plot_h=150,
+    left=56,
+    right=12,
+    bottom=46,
+    max_xlabels=6,
+    slant=45,
+    slanted_bottom=96,
+    narrow=True,
+)
+LOG_SPAN = 30  # data whose largest / smallest exceeds this gets a log y axis
+
+
+@dataclass
+class YScale:
+    """Value -> fraction of the panel's height, and the ticks to draw."""
+
+    lo: float
+    hi: float
+    log: bool
+    ticks: list
+
+    def frac(self, v: float) -> float:
+        if self.log:
+            v = max(v, self.lo)
+            return (math.log10(v) - math.log10(self.lo)) / (
+                math.log10(self.hi) - math.log10(self.lo)
+            )
+        return (v - self.lo) / (self.hi - self.lo)
+
+
+def yscale(values: list, pad: float = 1.05) -> YScale:
+    """Linear from 0, or log10 where the positive data spans more than
+    LOG_SPAN (0.7 to 63 on a linear 0..800 axis hides the small ones)."""
+    pos = [v for v in values if v > 0]
+    top = max(pos) if pos else 1.0
+    if pos and top / min(pos) > LOG_SPAN:
+        lo = 10 ** math.floor(math.log10(min(pos)))
+        hi = 10 ** math.ceil(math.log10(top * pad))
+        decades = round(math.log10(hi / lo))
+        mults = (1, 2, 5) if decades <= 3 else (1,)
+        ticks = [
+            m * 10**e
+            for e in range(round(math.log10(lo)), round(math.log10(hi)) + 1)
+            for m in mults
+            if lo <= m * 10**e <= hi * 1.0001
+        ]
+        return YScale(lo, hi, True, ticks)
+    step = _nice_step(top * pad)
+    hi = step * math.ceil(top * pad / step)
+    n = round(hi / step)
+    return YScale(0.0, hi, False, [round(k * step, 9) for k in range(n + 1)])
+
+
+def _positive(size: dict, p: str) -> bool:
+    v = size[p]
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+
+
+def _magnitude(size: dict, params: list) -> float:
+    """How big a size is, to order categories: the product of its numbers."""
+    out = 1.0
+    for p in params:
+        if _positive(size, p):
+            out *= size[p]
+    return out
+
+
+@dataclass
+class XAxis:
+    """Numeric (one parameter, log2) or categories ordered by size."""
+
+    params: list
+    numeric: bool
+    labels: list  # categorical: the labels in order
+
+    def value(self, size: dict) -> float:
+        if self.numeric:
+            return math.log2(size[self.params[0]])
+        return self.labels.index(_size_label(size, self.params))
+
+
+def xaxis(sizes: list, params: list) -> XAxis:
+    varying = [p for p in params if len({s[p] for s in sizes}) > 1] or params[:1]
+    if len(varying) == 1 and all(_positive(s, varying[0]) for s in sizes):
+        return XAxis(varying, True, [])
+    labels = []
+    for s in sorted(
+        sizes, key=lambda s: (_magnitude(s, varying), _size_label(s, varying))
+    ):
+        if (lab := _size_label(s, varying)) not in labels:
+            labels.append(lab)
+    return XAxis(varying, False, labels)
+
+
+class Labels:
+    """Labels on a panel's lines placed so that none overlaps another: each
+    tries the right end above its line, the left end, then below."""
+
+    def __init__(self, L: Layout, top: float, bottom: float):
+        self.L, self.top, self.bottom, self.boxes = L, top, bottom, []
+
+    def place(self, out: list, x_right: float, y: float, text: str) -> None:
+        w, L = text_width(text, 11), self.L
+        spots = [(x_right - w, y - 5), (L.left + 4, y - 5),
+                 (x_right - w, y + 13), (L.left + 4, y + 13)]  # fmt: skip
+        for x, base in spots:
+            box = (x, base - 10, x + w, base + 2)
+            if box[1] < self.top or box[3] > self.bottom or x < L.left:
+                continue
+            if not any(_overlap(box, b) for b in self.boxes):
+                break
+        else:
+            x, base = spots[0]
+            box = (x, base - 10, x + w, base + 2)
+        self.boxes.append(box)
+        out.append(
+            f'<text class="line-label" x="{x:.1f}" y="{base:.1f}" font-size="11" '
+            f'fill="currentColor">{escape(text)}</text>'
+        )
+
+
+def _overlap(a: tuple, b: tuple) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
 def _frame(
-    out: list, L: Layout, params: list, sizes: list, y0: float, top: float,
-    ymax: float, step: float, ylabel: str, suffix: str = "",
+    out: list, L: Layout, axis: XAxis, sizes: list, y0: float, top: float,
+    ys: YScale, ylabel: str, suffix: str = "",
 ):  # fmt: skip
     """Draw one panel's grid, y ticks, x ticks and axis labels below a
     header of height `top` into `out`; return (px, py, foot): a row's size
-    to x, a value to y, and the room taken below the axis. One size
-    parameter: log2 x axis; several: evenly spaced categories."""
+    to x, a value to y, and the room taken below the axis."""
     plot_w, plot_h = L.w - L.left - L.right, L.plot_h
-    numeric = len(params) == 1 and all(size[params[0]] > 0 for size in sizes)
-    labels: list = []
-    if numeric:
-        xs = sorted({math.log2(size[params[0]]) for size in sizes})
-    else:
-        for size in sizes:
-            if (lab := _size_label(size, params)) not in labels:
-                labels.append(lab)
-        xs = list(range(len(labels)))
+    xs = sorted({axis.value(s) for s in sizes})
     lo, span = xs[0], (xs[-1] - xs[0]) or 1.0
+    inset = 0 if axis.numeric else min(24, plot_w / (2 * len(xs)))
 
     def px(size: dict) -> float:
-        v = (
-            math.log2(size[params[0]])
-            if numeric
-            else labels.index(_size_label(size, params))
-        )
-        return L.left + (v - lo) / span * plot_w
+        if len(xs) == 1:
+            return L.left + plot_w / 2
+        return L.left + inset + (axis.value(size) - lo) / span * (plot_w - 2 * inset)
 
     def py(value: float) -> float:
-        return y0 + top + plot_h * (1 - value / ymax)
+        return y0 + top + plot_h * (1 - ys.frac(value))
 
-    tick = 0.0
-    while tick <= ymax + 1e-9:  # grid and y ticks
+    for tick in ys.ticks:  # grid and y ticks
         y = py(tick)
         out.append(
             f'<line x1="{L.left}" y1="{y:.1f}" x2="{L.w - L.right}" y2="{y:.1f}" '
@@ -220,35 +358,39 @@ def _frame(
             f'text-anchor="end" fill="currentColor">'
             f"{_fmt_tick(round(tick, 6))}{suffix}</text>"
         )
-        tick += step
     every = math.ceil(len(xs) / L.max_xlabels)  # thin the labels, keep the ticks
-    slant = 0 if numeric else L.slant
+    slant = 0 if axis.numeric else L.slant
     for i, v in enumerate(xs):  # x ticks
-        x = L.left + (v - lo) / span * plot_w
+        x = px({**sizes[0], axis.params[0]: 2**v}) if axis.numeric else None
+        if not axis.numeric:
+            x = L.left + inset + (v - lo) / span * (plot_w - 2 * inset)
+            if len(xs) == 1:
+                x = L.left + plot_w / 2
         label = None
         if i % every == 0:
-            if not numeric:
-                label = escape(labels[i])
-            elif v == int(v):
-                label = f'2<tspan dy="-5" font-size="8">{int(v)}</tspan>'
+            if not axis.numeric:
+                label = escape(axis.labels[int(v)])
+            elif v == int(v) and v >= 10:
+                label = escape(fmt_size(2 ** int(v)))
             else:
-                label = escape(f"{2**v:.0f}")
+                label = escape(_fmt_tick(round(2**v, 3)))
         out.append(_xtick(x, y0 + top + plot_h, label, slant))
     out.append(
         f'<path d="M{L.left},{y0 + top} V{y0 + top + plot_h} H{L.w - L.right}" '
         'fill="none" stroke="currentColor" stroke-width="1"/>'
     )
-    xlabel = params[0] if numeric else " × ".join(params)
-    foot = L.bottom if numeric else L.slanted_bottom  # below the slanted labels
+    xlabel = " × ".join(axis.params) + (" (log scale)" if axis.numeric else "")
+    foot = L.bottom if axis.numeric else L.slanted_bottom  # below slanted labels
     out.append(
         f'<text x="{L.w - L.right:.1f}" y="{y0 + top + plot_h + foot - 4}" '
         f'font-size="12" text-anchor="end" fill="currentColor">'
         f"{escape(xlabel)}</text>"
     )
+    yl = ylabel + (" (log scale)" if ys.log else "")
     out.append(
         f'<text transform="translate(14,{y0 + top + plot_h / 2:.1f}) rotate(-90)" '
         'font-size="12" text-anchor="middle" fill="currentColor">'
-        f"{escape(ylabel)}</text>"
+        f"{escape(yl)}</text>"
     )
     return px, py, foot
 
@@ -258,7 +400,10 @@ def row_key(row: dict) -> tuple:
     return (row["dtype"], tuple(sorted(row["size"].items())))
 
 
-def _hline(out: list, L: Layout, y: float, label: str, cls: str = "", dash="8 4"):
+def _hline(
+    out: list, L: Layout, y: float, label: str, labels: Labels, cls: str = "",
+    dash="8 4",
+):  # fmt: skip
     """A labelled dashed line across the panel (roofline, parity)."""
     cls_attr = f'class="{cls}" ' if cls else ""
     out.append(
@@ -267,15 +412,13 @@ def _hline(out: list, L: Layout, y: float, label: str, cls: str = "", dash="8 4"
         f'stroke-dasharray="{dash}" stroke-opacity="0.7"/>'
     )
     if label:
-        out.append(
-            f'<text x="{L.w - L.right - 4}" y="{y - 5:.1f}" font-size="11" '
-            f'text-anchor="end" fill="currentColor">{escape(label)}</text>'
-        )
+        labels.place(out, L.w - L.right - 4, y, label)
 
 
 def _target_line(
-    out: list, L: Layout, px, rows: list, target: dict, y: float, label: str
-):
+    out: list, L: Layout, px, rows: list, target: dict, y: float, label: str,
+    labels: Labels,
+):  # fmt: skip
     """A target a page states, drawn over the sizes it is stated for: the
     whole panel, a range of sizes, or a short mark at one size."""
     keys = target.get("rows")
@@ -294,25 +437,22 @@ def _target_line(
         f'y1="{y:.1f}" x2="{x2:.1f}" y2="{y:.1f}" stroke="currentColor" '
         'stroke-width="1.5" stroke-dasharray="2 3" stroke-opacity="0.8"/>'
     )
-    out.append(
-        f'<text x="{max(x2 - 4, L.left + 4 + 6 * len(label)):.1f}" '
-        f'y="{y - 5:.1f}" font-size="11" text-anchor="end" '
-        f'fill="currentColor">{escape(label)}</text>'
-    )
+    labels.place(out, min(max(x2 - 4, L.left + 4 + text_width(label, 11)),
+                          L.w - L.right - 4), y, label)  # fmt: skip
 
 
 def _panel(
-    L: Layout, bench: dict, gpu: dict, dtype: str, y0: float, targets=()
-) -> tuple[list[str], float]:
+    L: Layout, bench: dict, gpu: dict, rows: list, title: str, y0: float,
+    targets=(), scale_rows=None,
+) -> tuple[list[str], float]:  # fmt: skip
     """Rate against size for every implementation, with the roofline; returns
     the SVG and the panel's height."""
-    params = bench["params"]
-    rows = [r for r in bench["rows"] if r["dtype"] == dtype]
     peers = [p for p in bench["peers"] if any(p in r["results"] for r in rows)]
     roof = bench["roofline"]["value"]
-    top = max([roof] + [r["results"][p]["rate"] for r in rows for p in r["results"]])
-    step = _nice_step(top * 1.05)
-    ymax = step * math.ceil(top * 1.05 / step)
+    # small multiples share one y scale (scale_rows: every row of the dtype)
+    every = scale_rows or rows
+    ys = yscale([roof] + [r["results"][p]["rate"] for r in every for p in r["results"]])
+    dtype = rows[0]["dtype"]
     out = [f'<g class="panel" data-dtype="{escape(dtype)}">']
     legend = []
     for k, peer in enumerate(peers):
@@ -321,19 +461,22 @@ def _panel(
         legend.append(
             (lambda x, y, kind=kind, color=color: _marker(kind, x, y, color), peer)
         )
-    head = _header(out, L, y0, f"{bench['title']} — {dtype}", legend)
+    head = _header(out, L, y0, title, legend)
+    axis = xaxis([r["size"] for r in rows], bench["params"])
     px, py, foot = _frame(
-        out, L, params, [r["size"] for r in rows], y0, head, ymax, step,
-        bench["unit"],
-    )  # fmt: skip
-    roof_label = escape(bench["roofline"]["name"])
+        out, L, axis, [r["size"] for r in rows], y0, head, ys, bench["unit"]
+    )
+    labels = Labels(L, y0 + head, y0 + head + L.plot_h)
+    roof_label = bench["roofline"]["name"]
     if not L.narrow:  # a phone has no room; the GPU is on the tab anyway
-        roof_label += f" (measured on {escape(gpu['name'])})"
-    _hline(out, L, py(roof), roof_label)
+        roof_label += f" (measured on {gpu['name']})"
+    _hline(out, L, py(roof), roof_label, labels)
     for t in targets:  # "at least X % of the roofline", where a page says so
         if t["kind"] == "roofline":
             label = f"target {t['value']:g} % of the roofline"
-            _target_line(out, L, px, rows, t, py(roof * t["value"] / 100), label)
+            _target_line(
+                out, L, px, rows, t, py(roof * t["value"] / 100), label, labels
+            )
     # one line per peer
     for k, peer in enumerate(peers):
         color = _color(peer, bench["peers"])
@@ -392,14 +535,14 @@ def best_peer(row: dict) -> str | None:
     return max(others)[1] if others else None
 
 
-def ratio_points(bench: dict, dtype: str, vs: str | None = None) -> list[dict]:
+def ratio_points(bench: dict, dtype: str, vs: str | None = None, rows=None) -> list:
     """Per row of one dtype: Triton ÷ the peer ``vs`` (default: the best
     peer), with the round-by-round interval where the data has rounds (else
     low = high = the ratio)."""
     from triton_course import timings as T
 
     points = []
-    for r in bench["rows"]:
+    for r in bench["rows"] if rows is None else rows:
         if r["dtype"] != dtype or "Triton" not in r["results"]:
             continue
         peer = best_peer(r) if vs is None else vs
@@ -416,34 +559,38 @@ def ratio_points(bench: dict, dtype: str, vs: str | None = None) -> list[dict]:
 
 
 def _ratio_panel(
-    L: Layout, bench: dict, gpu: dict, dtype: str, y0: float, targets=(), vs=None
-) -> tuple[list[str], float]:
+    L: Layout, bench: dict, gpu: dict, rows: list, title: str, y0: float,
+    targets=(), vs=None,
+) -> tuple[list[str], float]:  # fmt: skip
     """Triton's rate over `vs`'s (None: the fastest other implementation) per
     size, with parity and the targets stated against `vs`; returns the SVG
     and the panel's height."""
-    params = bench["params"]
-    points = ratio_points(bench, dtype, vs)
+    dtype = rows[0]["dtype"]
+    points = ratio_points(bench, dtype, vs, rows)
     mine = [t for t in targets if t["kind"] == "ratio" and t.get("peer") == vs]
     top = max([1.0] + [t["value"] for t in mine] + [p["high"] for p in points]) * 1.1
     step = _nice_step(top)
-    ymax = step * math.ceil(top / step)
+    hi = step * math.ceil(top / step)
+    ys = YScale(
+        0.0, hi, False, [round(k * step, 9) for k in range(round(hi / step) + 1)]
+    )
     out = [f'<g class="panel ratio" data-dtype="{escape(dtype)}">']
     peers = sorted({p["peer"] for p in points})
     against = "fastest other" if vs is None else "against"
-    head = _header(
-        out, L, y0, f"Triton ÷ {vs or 'the fastest other implementation'} — {dtype}",
-        [(None, f"{against}: {', '.join(peers)}")],
-    )  # fmt: skip
+    head = _header(out, L, y0, title, [(None, f"{against}: {', '.join(peers)}")])
+    sizes = [p["row"]["size"] for p in points]
+    axis = xaxis(sizes, bench["params"])
     px, py, foot = _frame(
-        out, L, params, [p["row"]["size"] for p in points], y0, head, ymax, step,
-        "Triton ÷ peer", suffix="×",
-    )  # fmt: skip
+        out, L, axis, sizes, y0, head, ys, "Triton ÷ peer", suffix="×"
+    )
+    labels = Labels(L, y0 + head, y0 + head + L.plot_h)
     # a target of 1× over every size is labelled instead of parity
     plain_parity = not any(t["value"] == 1.0 and t.get("rows") is None for t in mine)
-    _hline(out, L, py(1.0), "parity 1×" if plain_parity else "", cls="parity")
-    rows = [p["row"] for p in points]
+    _hline(out, L, py(1.0), "parity 1×" if plain_parity else "", labels, cls="parity")
+    prow = [p["row"] for p in points]
     for t in mine:
-        _target_line(out, L, px, rows, t, py(t["value"]), f"target {t['value']:g}×")
+        label = f"target {t['value']:g}×"
+        _target_line(out, L, px, prow, t, py(t["value"]), label, labels)
     color = PEER_COLORS["Triton"]
     pts = sorted(
         ((px(p["row"]["size"]), py(p["ratio"]), p) for p in points),
@@ -482,6 +629,39 @@ def _xtick(x: float, y: float, label: str | None, slant: int) -> str:
     )
 
 
+def groups(bench: dict, rows: list) -> tuple[str | None, list[tuple[str, list]]]:
+    """Small multiples: with several size parameters varying, the one with
+    most values becomes a numeric axis and each setting of the others a
+    panel of its own ("heads 16, causal 1"). Returns (axis parameter, [(the
+    panel's setting, its rows)]), or (None, [("", rows)]) where the rows are
+    no such grid (GEMM shapes: one categorical axis ordered by size)."""
+    params = bench["params"]
+    varying = [p for p in params if len({r["size"][p] for r in rows}) > 1]
+    if len(varying) < 2:
+        return None, [("", rows)]
+    axis = max(
+        varying, key=lambda p: (len({r["size"][p] for r in rows}), params.index(p))
+    )
+    others = [p for p in varying if p != axis]
+    found: dict[tuple, list] = {}
+    for r in rows:
+        found.setdefault(tuple(r["size"][p] for p in others), []).append(r)
+    ok = 2 <= len(found) <= 8 and all(
+        len({r["size"][axis] for r in g}) >= 2
+        and all(_positive(r["size"], axis) for r in g)
+        for g in found.values()
+    )
+    if not ok:
+        return None, [("", rows)]
+    out = []
+    for key in sorted(found):
+        setting = ", ".join(
+            f"{p} {fmt_size(v)}" for p, v in zip(others, key, strict=True)
+        )
+        out.append((setting, found[key]))
+    return axis, out
+
+
 def render_svg(
     bench: dict,
     gpu: dict,
@@ -490,19 +670,26 @@ def render_svg(
     vs: str | None = None,
     targets: list | tuple = (),
     layout: Layout = WIDE,
+    kind: str = "",
 ) -> str:
     """The whole plot as one line of SVG (safe to inline in Markdown), drawn
-    for a page's column (WIDE) or a phone (NARROW).
+    for a page's column (WIDE) or a phone (NARROW). What the runner writes to
+    docs/assets/plots and what `replot` redraws is render_svg(bench, gpu).
 
-    ratio=True adds, per dtype, a panel of Triton's rate over the fastest
-    other implementation (or over the peer ``vs``) at each size, with a
-    parity line and a ``target`` line (a ratio to ``vs``).
+    kind="rate" draws only the rate panels, kind="ratio" only the ratio
+    panels; by default the rate panels, and with ratio=True the ratio panels
+    after them: per dtype, Triton's rate over the fastest other
+    implementation (or over the peer ``vs``) at each size, with a parity
+    line and a ``target`` line (a ratio to ``vs``).
 
     ``targets`` are the targets a page states, each a dict: ``kind``
     ("ratio", with ``peer``, or "roofline", a percentage), ``value``, and
     ``rows`` (the row_key()s it is stated for; None: every row). A ratio
     target against a peer gets that peer's ratio panel; a roofline target
-    is drawn on the rate panel."""
+    is drawn on the rate panel.
+
+    Several size parameters: small multiples (see groups()), two a row in
+    the page's column."""
     for peer in [vs] + [t.get("peer") for t in targets if t["kind"] == "ratio"]:
         if peer is not None and peer not in bench["peers"]:
             raise ValueError(f"vs={peer!r} is not a peer of {bench['title']!r}")
@@ -522,8 +709,10 @@ def render_svg(
     for r in bench["rows"]:
         if r["dtype"] not in dtypes:
             dtypes.append(r["dtype"])
-    panels = [(_panel, d, None) for d in dtypes]
-    if ratio:
+    want_rate = kind in ("", "rate")
+    want_ratio = kind == "ratio" or (ratio and kind == "")
+    panels = [(_panel, d, None) for d in dtypes] if want_rate else []
+    if want_ratio:
         against = [vs]  # one ratio panel per peer a target is stated against
         for t in targets:
             if t["kind"] == "ratio" and t.get("peer") not in against:
@@ -536,17 +725,46 @@ def render_svg(
             for d in dtypes
             if ratio_points(bench, d, peer)
         ]
+    title = plain(bench["title"])
     body, height = [], 0.0
     for draw, dtype, peer in panels:
-        if draw is _ratio_panel:
-            drawn, tall = _ratio_panel(layout, bench, gpu, dtype, height, targets, peer)
-        else:
-            drawn, tall = _panel(layout, bench, gpu, dtype, height, targets)
-        body += drawn
-        height += tall
-    label = f"{bench['title']}: {bench['unit']} against size on {gpu['name']}"
+        rows = [r for r in bench["rows"] if r["dtype"] == dtype]
+        axis, parts = groups(bench, rows)
+        what = (
+            f"Triton ÷ {peer or 'the fastest other implementation'}"
+            if draw is _ratio_panel
+            else title
+        )
+        if axis is None:
+            drawn, tall = _draw(draw, layout, bench, gpu, rows, f"{what} — {dtype}",
+                                height, targets, peer)  # fmt: skip
+            body += drawn
+            height += tall
+            continue
+        # one heading, then a panel per setting of the other parameters
+        heading: list[str] = []
+        top = _header(heading, layout, height, f"{what} — {dtype}", [])
+        body += heading
+        height += top - 10
+        sub = layout if layout.narrow else SUB
+        cols = 1 if layout.narrow else 2
+        for i in range(0, len(parts), cols):
+            tallest = 0.0
+            for j, (setting, prows) in enumerate(parts[i : i + cols]):
+                drawn, tall = _draw(draw, sub, bench, gpu, prows, setting, height,
+                                    targets, peer, rows)  # fmt: skip
+                if j:
+                    drawn = [
+                        f'<g transform="translate({sub.w * j},0)">',
+                        *drawn,
+                        "</g>",
+                    ]
+                body += drawn
+                tallest = max(tallest, tall)
+            height += tallest
+    label = f"{title}: {bench['unit']} against size on {gpu['name']}"
     which = "narrow" if layout.narrow else "wide"
-    parts = [
+    parts_ = [
         f'<svg xmlns="http://www.w3.org/2000/svg" '
         f'viewBox="0 0 {layout.w} {height:.0f}" width="100%" role="img" '
         f'aria-label="{escape(label)}" font-family="system-ui, sans-serif" '
@@ -555,4 +773,12 @@ def render_svg(
         *body,
         "</svg>",
     ]
-    return "".join(parts) + "\n"
+    return "".join(parts_) + "\n"
+
+
+def _draw(draw, L, bench, gpu, rows, title, y0, targets, peer, scale_rows=None):
+    if draw is _ratio_panel:
+        if not ratio_points(bench, rows[0]["dtype"], peer, rows):
+            return [], 0.0
+        return _ratio_panel(L, bench, gpu, rows, title, y0, targets, peer)
+    return _panel(L, bench, gpu, rows, title, y0, targets, scale_rows)
