@@ -841,12 +841,19 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("stale", help="list stale or missing timing data; exit 1 if any")
     s.add_argument("--data-dir", type=Path, default=REPO_ROOT / "data" / "timings")
     s.add_argument("--gpu", help="only data files whose slug contains this")
+    from triton_course.runner import replot
+
+    replot.add_parser(sub)  # redraw the committed plots from the committed data
     return p
 
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     try:
+        if args.command == "replot":
+            from triton_course.runner import replot
+
+            return replot.main(args)
         if args.command == "compare":
             from triton_course.runner import compare
 
