@@ -39,7 +39,6 @@ def matmul_kernel(
     BLOCK_K: tl.constexpr,  # width of one step along K
     GROUP_M: tl.constexpr,  # tile rows per group, for L2 reuse (1 = row-major)
     INPUT_PRECISION: tl.constexpr,  # "ieee" keeps float32 inputs exact
-    UPCAST: tl.constexpr,  # interpreter only: feed tl.dot float32 (see below)
 ):
     # --8<-- [start:grouping]
     # Which tile of C is mine? Number the tiles column by column inside
@@ -74,8 +73,6 @@ def matmul_kernel(
         # Out-of-range lanes read 0.0, which adds nothing to the dot product.
         a = tl.load(a_ptrs, mask=a_mask, other=0.0)
         b = tl.load(b_ptrs, mask=b_mask, other=0.0)
-        if UPCAST:  # triton 3.9's interpreter computes bfloat16 tl.dot wrongly
-            a, b = a.to(tl.float32), b.to(tl.float32)
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
         a_ptrs += BLOCK_K * stride_ak  # slide both tiles one step along K
         b_ptrs += BLOCK_K * stride_bk
@@ -178,14 +175,16 @@ def matmul(a, b, out=None, config=None, kernel=None):
                 "int32 offsets: split the product into blocks of rows of a "
                 "(or columns of b) that each stay under it"
             )
+    if _interpreting() and a.dtype == torch.bfloat16:
+        # Laptop only: triton 3.9's interpreter computes tl.dot on bfloat16
+        # tiles wrongly. Every bfloat16 is a float32, so widening the inputs
+        # is exact; the kernel still stores into the bfloat16 out.
+        a, b = a.float(), b.float()
     # float32 inputs: tl.dot would round them to tf32 (10-bit mantissa) on
     # the tensor cores; "ieee" keeps full float32, as torch.matmul does.
-    # Under the interpreter, bfloat16 tiles are widened to float32 (exactly)
-    # before tl.dot; on a GPU, UPCAST is always False.
-    upcast = _interpreting() and a.dtype == torch.bfloat16
-    precision = "ieee" if a.dtype == torch.float32 or upcast else "tf32"
+    precision = "ieee" if a.dtype == torch.float32 else "tf32"
     args = (a, b, out, M, N, K, *a.stride(), *b.stride(), *out.stride())
-    extra = {"INPUT_PRECISION": precision, "UPCAST": upcast}
+    extra = {"INPUT_PRECISION": precision}
 
     if config is None and _interpreting():
         config = INTERPRETER_CONFIG

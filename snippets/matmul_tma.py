@@ -3,8 +3,11 @@
 Two steps beyond snippets/matmul.py. Tensor descriptors hand each tile copy to
 the TMA unit (one instruction per tile, edges padded with zeros by hardware,
 no address or mask arithmetic in the kernel). A persistent kernel launches one
-program per SM and lets each loop over many output tiles, so the next tile's
-loads overlap the last one's epilogue and no launch wave is left half empty.
+program per SM and lets each loop over many output tiles, so each program's
+start-up is paid once and the next tile's loads can overlap the last one's
+epilogue. It does not even out the work: with a fixed stride, 2048 tiles on
+132 programs (8192^3, 128 x 256 tiles) leave 64 programs idle for the last
+round, as 2048 one-tile programs would leave the last wave part-empty.
 
 Run it:  TRITON_INTERPRET=1 python snippets/matmul_tma.py   (CPU, interpreter)
          python snippets/matmul_tma.py                      (NVIDIA sm_90+)
@@ -89,7 +92,6 @@ def _tile_product(
     BLOCK_K: tl.constexpr,
     B_KMAJOR: tl.constexpr,
     INPUT_PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr,
 ):
     # The K loop of one output tile. A load names the tile's first element;
     # rows or columns past the matrix edge arrive as zeros, so no masks.
@@ -100,8 +102,6 @@ def _tile_product(
             b = b_desc.load([pid_n * BLOCK_N, k * BLOCK_K]).T
         else:
             b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
-        if UPCAST:  # interpreter only: its bfloat16 tl.dot is wrong (triton 3.9)
-            a, b = a.to(tl.float32), b.to(tl.float32)
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
     return acc
 
@@ -148,7 +148,6 @@ def matmul_tma_kernel(
     GROUP_M: tl.constexpr,
     B_KMAJOR: tl.constexpr,  # is B stored as N x K (e.g. a Linear weight)?
     INPUT_PRECISION: tl.constexpr,  # "ieee" keeps float32 inputs exact
-    UPCAST: tl.constexpr,  # interpreter only: widen bfloat16 tiles for tl.dot
     EPILOGUE_SPLIT: tl.constexpr,  # store C in two halves (see _store_tile)
 ):
     a_desc, b_desc, c_desc = _descriptors(
@@ -176,7 +175,6 @@ def matmul_tma_kernel(
         BLOCK_K,
         B_KMAJOR,
         INPUT_PRECISION,
-        UPCAST,
     )
     _store_tile(c_desc, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, EPILOGUE_SPLIT)
 
@@ -199,7 +197,6 @@ def matmul_tma_persistent_kernel(
     GROUP_M: tl.constexpr,
     B_KMAJOR: tl.constexpr,
     INPUT_PRECISION: tl.constexpr,
-    UPCAST: tl.constexpr,
     EPILOGUE_SPLIT: tl.constexpr,
     NUM_PROGRAMS: tl.constexpr,  # programs launched: one per SM at most
     FLATTEN: tl.constexpr,  # let the compiler pipeline across tile borders
@@ -232,7 +229,6 @@ def matmul_tma_persistent_kernel(
             BLOCK_K,
             B_KMAJOR,
             INPUT_PRECISION,
-            UPCAST,
         )
         _store_tile(c_desc, acc, pid_m, pid_n, BLOCK_M, BLOCK_N, EPILOGUE_SPLIT)
 
@@ -246,8 +242,10 @@ def _config(bm, bn, bk, warps, stages, group_m=8):
     return triton.Config(meta, num_warps=warps, num_stages=stages)
 
 
-# Candidates for Hopper (228 KB of shared memory per SM: a 128 x 256 tile with
-# four stages of 64-wide K slices does not fit beside the epilogue's buffer).
+# Candidates for Hopper (a block may use 232 448 bytes of shared memory).
+# One list serves both kernels and both epilogues: four stages of a 128 x 256
+# tile fit the split epilogue (229 408 bytes) but not the persistent kernel's
+# whole-tile epilogue buffer (262 176), so the big tiles keep three.
 CONFIGS = [
     _config(128, 256, 64, warps=8, stages=3),
     _config(256, 128, 64, warps=8, stages=3),
@@ -318,14 +316,17 @@ def matmul_tma(a, b, out=None, persistent=True, split_epilogue=True, config=None
     # Device-side descriptors live in a small global scratch buffer that
     # Triton asks this allocator for at launch time.
     triton.set_allocator(_scratch)
+    if _interpreting() and a.dtype == torch.bfloat16:
+        # Laptop only: triton 3.9's interpreter computes tl.dot on bfloat16
+        # tiles wrongly. Widening is exact and keeps each layout (float()
+        # preserves strides); the kernel still stores into the bfloat16 out.
+        a, b = a.float(), b.float()
     args = (a, b, out, M, N, K)
     # float32 inputs: "ieee" instead of tl.dot's default tf32 rounding.
-    upcast = _interpreting() and a.dtype == torch.bfloat16  # see _tile_product
-    precision = "ieee" if a.dtype == torch.float32 or upcast else "tf32"
+    precision = "ieee" if a.dtype == torch.float32 else "tf32"
     extra = {
         "B_KMAJOR": b_kmajor,
         "INPUT_PRECISION": precision,
-        "UPCAST": upcast,
         "EPILOGUE_SPLIT": split_epilogue,
     }
     if persistent:

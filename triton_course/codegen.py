@@ -304,11 +304,11 @@ def layernorm_linear_kernels() -> dict:
         pointers(sig), **opts,
     )  # fmt: skip
     sig = ptrs("a_ptr", "b_ptr", "c_ptr") | dict.fromkeys(("M", "N", "K"), "i32")
-    sig |= const(*_LN_TILE, "B_KMAJOR", "INPUT_PRECISION", "UPCAST",
+    sig |= const(*_LN_TILE, "B_KMAJOR", "INPUT_PRECISION",
                  "EPILOGUE_SPLIT", "NUM_PROGRAMS", "FLATTEN")  # fmt: skip
     gemm = compile_kernel(
         tma.matmul_tma_persistent_kernel, 90, sig,
-        _LN_TILE | {"B_KMAJOR": True, "INPUT_PRECISION": "tf32", "UPCAST": False,
+        _LN_TILE | {"B_KMAJOR": True, "INPUT_PRECISION": "tf32",
                     "EPILOGUE_SPLIT": False, "NUM_PROGRAMS": 132, "FLATTEN": False},
         pointers(sig), **opts,
     )  # fmt: skip
