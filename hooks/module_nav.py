@@ -7,7 +7,9 @@ Each lesson gets
     Module: Course Contents → <section>
     Previous: <lesson before it>      Next: <lesson after it>
 
-so adding or reordering a lesson in mkdocs.yml updates every page.
+so adding or reordering a lesson in mkdocs.yml updates every page. A lesson
+may be a chapter (a section inside the module): its pages add the chapter to
+the breadcrumbs and take their place in the module's Previous/Next order.
 """
 
 from __future__ import annotations
@@ -53,21 +55,48 @@ def _is_index(page: Page) -> bool:
     return posixpath.basename(page.file.src_uri) in ("index.md", "README.md")
 
 
+def _overview(section: Section) -> Page | None:
+    return next((p for p in _section_pages(section) if _is_index(p)), None)
+
+
+def _reading_order(module: Section) -> list[Page]:
+    """The module's pages in nav order, its own overview left out. A chapter
+    (a section inside the module) contributes its overview, then its pages,
+    so Previous/Next runs 02 -> 03's overview -> 03's pages -> 04."""
+    order: list[Page] = []
+    for child in module.children:
+        if isinstance(child, Page) and not _is_index(child):
+            order.append(child)
+        elif isinstance(child, Section):
+            chapter = _section_pages(child)
+            order += [p for p in chapter if _is_index(p)]
+            order += [p for p in chapter if not _is_index(p)]
+    return order
+
+
 def module_nav_block(page: Page) -> str | None:
     """The Markdown of the navigation block for ``page``, or None if not a lesson."""
     section = page.parent
     if not isinstance(section, Section):
         return None
-    pages = _section_pages(section)
-    overview = next((p for p in pages if _is_index(p)), None)
-    lessons = [p for p in pages if not _is_index(p)]
+    # A chapter's page: the module is the section above its chapter.
+    chapter = section if isinstance(section.parent, Section) else None
+    module = section.parent if chapter else section
+    overview = _overview(module)
+    lessons = _reading_order(module)
 
     home = _state.get("home")
     crumbs = [_link(page, home) if home else "Course Contents"]
     if overview is not None and overview is not page:
-        crumbs.append(_link(page, overview, section.title))
+        crumbs.append(_link(page, overview, module.title))
     else:
-        crumbs.append(section.title)
+        crumbs.append(module.title)
+    if chapter is not None:
+        first = _overview(chapter)
+        if first is not None and first is not page:
+            crumbs.append(_link(page, first, chapter.title))
+        else:
+            crumbs.append(chapter.title)
     lines = ["**Module:** " + " → ".join(crumbs)]
     if page in lessons:
         i = lessons.index(page)

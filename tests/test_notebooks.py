@@ -171,6 +171,8 @@ def test_every_notebook_starts_by_saying_where_it_runs(recipe):
 
 def test_every_lesson_with_code_has_its_notebook_button():
     pages = sorted((REPO_ROOT / "docs" / "gpu-architecture").glob("0*.md"))
+    # a chapter (lesson 03) is a folder of pages, each with its button
+    pages += sorted((REPO_ROOT / "docs" / "gpu-architecture").glob("0*/*.md"))
     pages += [
         p
         for p in (REPO_ROOT / "docs" / "triton-series").glob("*.md")
@@ -180,7 +182,7 @@ def test_every_lesson_with_code_has_its_notebook_button():
     for page in pages:
         text = page.read_text(encoding="utf-8")
         assert '--8<-- "' in text, f"{page.name} embeds no code"
-        match = re.search(r"\[\[notebook \.\./notebooks/(\w+)\.ipynb\]\]", text)
+        match = re.search(r"\[\[notebook (?:\.\./)+notebooks/(\w+)\.ipynb\]\]", text)
         assert match, f"{page.name} has no notebook button"
         assert (nb.OUTPUT_DIR / f"{match.group(1)}.ipynb").is_file()
 

@@ -78,6 +78,9 @@ def _sections(nav):
                 value = next(iter(child.values())) if isinstance(child, dict) else child
                 if isinstance(value, str):
                     pages.append(value)
+                elif isinstance(value, list):  # a chapter: its pages, in order
+                    pages += [next(iter(c.values())) if isinstance(c, dict) else c
+                              for c in value]  # fmt: skip
             yield title, pages
 
 
@@ -89,8 +92,9 @@ def test_every_lesson_shows_module_navigation_in_nav_order(built_site):
     site = built_site[0]
     checked = 0
     for title, pages in _sections(_load_nav()):
-        lessons = [p for p in pages if p.endswith(".md") and not _is_index(p)]
         overview = next((p for p in pages if _is_index(p)), None)
+        # a chapter's own index.md is a lesson of the module's reading order
+        lessons = [p for p in pages if p.endswith(".md") and p != overview]
         for i, uri in enumerate(lessons):
             html = _html(site, uri)
             blocks = re.findall(r'<div class="module-nav">(.*?)</div>', html, re.S)
@@ -102,7 +106,7 @@ def test_every_lesson_shows_module_navigation_in_nav_order(built_site):
             if before:
                 assert "<strong>Previous:</strong>" in top, uri
             if after:
-                target = after.rsplit("/", 1)[-1][: -len(".md")]
+                target = after[: -len(".md")].removesuffix("/index").rsplit("/", 1)[-1]
                 assert re.search(
                     rf"<strong>Next:</strong> <a href=\"[^\"]*{target}/\"", top
                 ), uri
@@ -269,7 +273,7 @@ def test_every_launcher_on_a_page_links_to_its_notebook_cell(built_site):
         html = _html(site, rel)
         links = _RUN_LINK.findall(html)
         assert len(links) == wanted, f"{rel}: {len(links)} links, {wanted} launchers"
-        page_dir = (site / rel[: -len(".md")]).resolve()
+        page_dir = (site / rel[: -len(".md")].removesuffix("index")).resolve()
         for href, anchor in links:
             target = (page_dir / href / "index.html").resolve()
             assert f'id="{anchor}"' in target.read_text(encoding="utf-8"), href
