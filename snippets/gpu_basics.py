@@ -178,22 +178,44 @@ def resident_warps_per_sm(regs_per_thread, num_warps, shared_bytes, limits):
 
 # --8<-- [end:occupancy]
 
-# Hopper (sm_90) limits from NVIDIA's CUDA C++ Programming Guide, table
-# "Technical Specifications per Compute Capability": used when the device
-# does not report a value itself.
-SM90_LIMITS = {
-    "max_warps": 64,
-    "max_blocks": 32,
-    "regs": 65536,
-    "shared": 228 * 1024,
-    "shared_granularity": 128,
+# Per-SM limits by compute capability, NVIDIA's figures (CUDA C++ Programming
+# Guide, table "Technical Specifications per Compute Capability"): resident
+# warps, resident blocks, 32-bit registers, shared memory (bytes). A GPU's
+# own properties replace every figure it reports; the block limit it does
+# not report (torch exposes no such property), so it comes from here.
+VENDOR_SM_LIMITS = {
+    (7, 5): {"max_warps": 32, "max_blocks": 16, "regs": 65536, "shared": 64 * 1024},
+    (8, 0): {"max_warps": 64, "max_blocks": 32, "regs": 65536, "shared": 164 * 1024},
+    (8, 6): {"max_warps": 48, "max_blocks": 16, "regs": 65536, "shared": 100 * 1024},
+    (8, 9): {"max_warps": 48, "max_blocks": 24, "regs": 65536, "shared": 100 * 1024},
+    (9, 0): {"max_warps": 64, "max_blocks": 32, "regs": 65536, "shared": 228 * 1024},
 }
+SM90_LIMITS = {**VENDOR_SM_LIMITS[(9, 0)], "shared_granularity": 128}
+
+
+def sm_limits(props) -> dict | None:
+    """The occupancy limits of the GPU described by ``props`` (what
+    ``torch.cuda.get_device_properties`` returns): its own figures where it
+    reports them, the vendor's table for the rest; None for a compute
+    capability the table does not know (no guessed limits)."""
+    vendor = VENDOR_SM_LIMITS.get((props.major, props.minor))
+    if vendor is None:
+        return None
+    limits = {**vendor, "shared_granularity": 128}
+    limits["max_warps"] = props.max_threads_per_multi_processor // 32
+    limits["shared"] = props.shared_memory_per_multiprocessor
+    limits["regs"] = getattr(props, "regs_per_multiprocessor", limits["regs"])
+    return limits
+
+
+def _on_gpu() -> bool:
+    return torch.cuda.is_available() and not _interpreting()
 
 
 def _compiled_persistent_copies(warp_counts) -> dict:
     """{num_warps: the CompiledKernel the GPU runs}: one tiny launch each (a
     launch returns the compiled kernel; the interpreter returns nothing)."""
-    if not torch.cuda.is_available() or _interpreting():
+    if not _on_gpu():
         return {}
     x = torch.zeros(1, device="cuda")
     found = {}
@@ -208,11 +230,7 @@ def _compiled_persistent_copies(warp_counts) -> dict:
 def occupancy_report() -> dict:
     """Registers, spills and occupancy of persistent_copy_kernel at each
     num_warps the latency-hiding benchmark launches."""
-    limits = dict(SM90_LIMITS)
-    if torch.cuda.is_available():
-        props = torch.cuda.get_device_properties(0)
-        limits["max_warps"] = props.max_threads_per_multi_processor // 32
-        limits["regs"] = getattr(props, "regs_per_multiprocessor", limits["regs"])
+    limits = sm_limits(torch.cuda.get_device_properties(0)) if _on_gpu() else None
     warp_counts = [_hiding_num_warps(size["warps_per_sm"]) for size in HIDING_SIZES]
     kernels = []
     for num_warps, kernel in _compiled_persistent_copies(warp_counts).items():
@@ -226,7 +244,7 @@ def occupancy_report() -> dict:
                 "shared_bytes": shared,
                 "resident_warps_per_sm": (
                     resident_warps_per_sm(regs, num_warps, shared, limits)
-                    if regs
+                    if regs and limits
                     else None
                 ),
             }

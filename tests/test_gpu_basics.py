@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from conftest import DEVICE, assert_close, load_snippet, poison_
+from conftest import DEVICE, HAS_GPU, assert_close, load_snippet, poison_
 
 gb = load_snippet("gpu_basics")
 
@@ -104,8 +104,39 @@ def test_occupancy_report_is_json_ready():
 
     report = gb.occupancy_report()
     json.dumps(report)
-    assert report["SM limits used"]["max_warps"] > 0
+    if HAS_GPU:
+        assert report["SM limits used"]["max_warps"] > 0
+    else:  # no GPU: no limits are made up, and nothing was compiled
+        assert report["SM limits used"] is None
     assert isinstance(report["compiled kernels"], list)  # empty in the interpreter
+
+
+def _props(major, minor, threads, shared, regs=65536):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        major=major,
+        minor=minor,
+        max_threads_per_multi_processor=threads,
+        shared_memory_per_multiprocessor=shared,
+        regs_per_multiprocessor=regs,
+    )
+
+
+def test_occupancy_limits_are_the_gpus_own_not_hoppers():
+    # issue 27: the report kept Hopper's 32 blocks and 228 KB on every GPU.
+    # An L4 (sm_89) reports 1536 threads and 100 KB per SM; the block limit,
+    # which torch does not report, is the vendor's 24 for 8.9.
+    l4 = gb.sm_limits(_props(8, 9, 1536, 100 * 1024))
+    assert (l4["max_warps"], l4["max_blocks"], l4["shared"]) == (48, 24, 102400)
+    t4 = gb.sm_limits(_props(7, 5, 1024, 64 * 1024))
+    assert (t4["max_warps"], t4["max_blocks"]) == (32, 16)
+    # the device's own figure wins over the table's
+    odd = gb.sm_limits(_props(9, 0, 2048, 200 * 1024, regs=32768))
+    assert (odd["shared"], odd["regs"]) == (200 * 1024, 32768)
+    # a 32-register, 4-warp kernel: 48 warps on the L4, not Hopper's 64
+    assert gb.resident_warps_per_sm(32, 4, 0, l4) == 48
+    assert gb.sm_limits(_props(12, 0, 1536, 100 * 1024)) is None  # not guessed
 
 
 # ---------------------------------------------------------------- benchmark ---

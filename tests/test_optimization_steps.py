@@ -130,7 +130,9 @@ def test_benchmarks_are_well_formed():
                 size["M"] * size["N"] + size["M"]
             )
     assert len(rs.TUNING_CONFIGS) <= 8
-    assert isinstance(rs.BENCHMARKS[-1]["report"](), dict)
+    # No report(): with the runner re-tuning per row, the autotuner's cache
+    # holds only the last key; each row's own choice is stored with the row.
+    assert all("report" not in bench for bench in rs.BENCHMARKS)
 
 
 def test_runner_accepts_the_descriptions():
