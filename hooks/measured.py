@@ -88,6 +88,12 @@ from triton_course import timings as T  # noqa: E402
 from triton_course.runner import plots as P  # noqa: E402
 
 STALE_TEXT = "measured on an earlier version of this kernel"
+# The † mark links to a legend on the page itself (on_page_markdown appends
+# it): a hover title alone is invisible on a touch screen.
+STALE_MARK = (
+    f'<sup class="course-mark" title="{STALE_TEXT}"><a href="#course-marks">†</a></sup>'
+)
+MARKS_ID = "course-marks"
 # [[timings NAME]], optionally target=X vs="PEER": the plot's ratio panel is
 # then Triton ÷ PEER (default: the fastest other) with the page's target drawn
 _TABLE_RE = re.compile(
@@ -332,8 +338,11 @@ def render_compact(bench: dict, legacy: bool) -> str:
         pct = _pct_roofline(row, bench)
         cells.append(f"{pct:.0f} %" if pct is not None else "—")
         rows.append(cells)
-    said = ", ".join(f"{p} {_fmt_size(bench['rows'][0]['size'][p])}" for p in fixed)
-    lead = f"<p>In every row: {html.escape(said)}.</p>" if said else ""
+    # _fmt_size gives HTML (2<sup>24</sup>): only the names are escaped
+    said = ", ".join(
+        f"{html.escape(p)} {_fmt_size(bench['rows'][0]['size'][p])}" for p in fixed
+    )
+    lead = f"<p>In every row: {said}.</p>" if said else ""
     return f'{lead}<div class="course-timings">{_html_table(head, rows)}</div>'
 
 
@@ -417,11 +426,9 @@ def render_timings(
 ) -> str:
     measured = [g for g in gpus if name in g.benchmarks]
     if not measured:
-        return (
-            '!!! info "Not yet measured on a GPU"\n'
-            f"    The timing table for `{name}` appears here once the GPU runner "
-            "has measured it. Until then this page shows no numbers: the course "
-            "never prints an estimate.\n"
+        return (  # one line, not a box: the course never prints an estimate
+            f"*Not yet measured on a GPU: the timings of `{name}` appear here "
+            "once the GPU runner has measured it.*\n"
         )
     blocks = []
     for g in measured:
@@ -437,21 +444,23 @@ def render_timings(
         # Only a placeholder goes through Markdown and the search indexer:
         # on_post_page puts the SVG in (parsing it twice cost a second a build).
         targets = _plot_targets(bench, name, stated)
-        svg = "".join(  # one for the page's column, one for a phone (CSS picks)
-            " ".join(
-                P.render_svg(
-                    bench,
-                    g.gpu,
-                    ratio=True,
-                    target=target,
-                    vs=vs,
-                    targets=targets,
-                    layout=layout,
-                ).split()
-            )
-            for layout in (P.WIDE, P.NARROW)
-        )
-        body.append(_defer(f'<div class="course-plot">{svg}</div>'))
+        # One plot by default: the ratio where the page states a ratio
+        # target (what it judges), else the rates; the other is one click away.
+        ratio_first = target is not None or any(t["kind"] == "ratio" for t in targets)
+        kinds = ("ratio", "rate") if ratio_first else ("rate", "ratio")
+
+        def drawn(kind: str, bench=bench, g=g, targets=targets) -> str:
+            return "".join(  # for the page's column and for a phone (CSS picks)
+                " ".join(
+                    P.render_svg(
+                        bench, g.gpu, target=target, vs=vs, targets=targets,
+                        layout=layout, kind=kind,
+                    ).split()
+                )
+                for layout in (P.WIDE, P.NARROW)
+            )  # fmt: skip
+
+        body.append(_defer(f'<div class="course-plot">{drawn(kinds[0])}</div>'))
         body.append("")
         body.append(_defer(render_compact(bench, g.legacy)))
         body.append("")
@@ -466,14 +475,16 @@ def render_timings(
         # HTML links, relative to the page's URL: the files appear only in
         # on_post_build, so MkDocs must not look for them among the docs
         json_url, csv_url = (get_relative_url(u, page_url) for u in data_urls(g, name))
+        other = drawn(kinds[1])
         full = _defer(
-            render_table(bench, g.gpu, g.legacy)
+            (f'<div class="course-plot">{other}</div>' if "<g" in other else "")
+            + render_table(bench, g.gpu, g.legacy)
             + f'<p>Download: <a href="{json_url}" download>{g.path.name}</a> '
             "(everything measured on this GPU) · "
             f'<a href="{csv_url}" download>{name}-{g.gpu["slug"]}.csv</a> '
             "(this table)</p>"
         )
-        body.append('??? note "Every timing, how it was measured, and the data"')
+        body.append('??? note "The other plot, every timing, the method and the data"')
         body.append("")
         body += [("    " + ln) if ln else "" for ln in full.split("\n")]
         blocks.append((g.label, "\n".join(body)))
@@ -504,9 +515,8 @@ def render_plot(name: str, gpus: list, root: Path, plots_dir: Path) -> str:
     measured = [g for g in gpus if name in g.benchmarks]
     if not measured:
         return (
-            '!!! info "Not yet measured on a GPU"\n'
-            f"    The plot for `{name}` appears here once the GPU runner has "
-            "measured it.\n"
+            f"*Not yet measured on a GPU: the plot of `{name}` appears here once "
+            "the GPU runner has measured it.*\n"
         )
     blocks = []
     for g in measured:
@@ -531,9 +541,8 @@ def render_capture(name: str, gpus: list, root: Path) -> str:
     captured = [g for g in gpus if name in (g.captures or {})]
     if not captured:
         return (
-            '!!! info "Not yet captured on a GPU"\n'
-            f"    The output of `{name}` appears here once the GPU runner has "
-            "recorded it on a real GPU.\n"
+            f"*Not yet captured on a GPU: the output of `{name}` appears here "
+            "once the GPU runner has recorded it on a real GPU.*\n"
         )
     blocks = []
     for g in captured:
@@ -654,7 +663,7 @@ def render_measured(text: str, gpus: list, root: Path) -> str:
     else:
         raise ValueError(f"unknown value {value!r}")
     if T.is_stale(bench, root):
-        return f'{number}<sup title="{STALE_TEXT}">†</sup>'
+        return number + STALE_MARK
     return number
 
 
@@ -680,7 +689,7 @@ def render_verdict(text: str, gpus: list, root: Path) -> str:
         judged.append((spread.median, text, row, T.verdict(spread, target)))
     _, low_text, low_row, _ = min(judged, key=lambda entry: entry[0])
     counts = {k: sum(v == k for *_, v in judged) for k in T.VERDICTS}
-    stale = "" if not T.is_stale(bench, root) else f'<sup title="{STALE_TEXT}">†</sup>'
+    stale = "" if not T.is_stale(bench, root) else STALE_MARK
     if len(judged) == 1:
         return f"{judged[0][3]} ({low_text}){stale}"
     if counts["met"] == len(judged):
@@ -785,7 +794,7 @@ def render_claim(text: str, gpus: list, root: Path) -> str:
                 f"{spread.high:.3g}); do not state it as fact"
             )
         shown.append((spread.median, number))
-    stale = "" if not T.is_stale(bench, root) else f'<sup title="{STALE_TEXT}">†</sup>'
+    stale = "" if not T.is_stale(bench, root) else STALE_MARK
     if len(shown) == 1:
         return shown[0][1] + stale
     lo, hi = min(shown)[1], max(shown)[1]
@@ -833,7 +842,8 @@ def _shown(row: dict, bench: dict, value: str, peer: str, g) -> tuple[T.Spread, 
                 per_ms / result["q75_ms"],
                 per_ms / result["q25_ms"],
             )
-        return spread, f"{spread.median:.0f} % {_pm(spread)}"
+        # "63 % (61–65 %)": a ± after a percentage would read as points
+        return spread, f"{spread.median:.0f} % ({spread.low:.0f}–{spread.high:.0f} %)"
     if value.startswith("vs:"):
         other = _measured_bench(g, value[3:])
         if other is None:
@@ -993,11 +1003,84 @@ def on_page_markdown(markdown, page, config, files):
         line = _CLAIM_RE.sub(lambda m: render_claim(m.group(1), gpus, root), line)
         return _VERDICT_RE.sub(lambda m: render_verdict(m.group(1), gpus, root), line)
 
-    return rewrite_directives(
+    out = rewrite_directives(
         markdown,
         page,
         render,
         collect=(ClaimError, _state.setdefault("broken_claims", [])),
+    )
+    return _with_legend(collapse_unmeasured_columns(out))
+
+
+_PLACEHOLDER_RE = re.compile(r"^\*\(not yet measured on ([^)]+)\)\*$")
+_CELL_SPLIT_RE = re.compile(r"(?<!\\)\|")
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in _CELL_SPLIT_RE.split(line.strip().strip("|"))]
+
+
+def collapse_unmeasured_columns(markdown: str) -> str:
+    """A Markdown table column that holds nothing but "(not yet measured on
+    X)" placeholders is dropped, and one line under the table says so; a
+    table left with no data column becomes that line alone. A reader is
+    told once that a GPU has not measured it, not in every cell."""
+    lines, out, i = markdown.split("\n"), [], 0
+    while i < len(lines):
+        j = i
+        while j < len(lines) and lines[j].lstrip().startswith("|"):
+            j += 1
+        block = lines[i:j]
+        if len(block) >= 3 and set(block[1].replace("|", "").strip()) <= set(":- "):
+            rows = [_cells(line) for line in block]
+            width = len(rows[0])
+            body = [r for r in rows[2:] if len(r) == width]
+            gone, gpus = [], []
+            for col in range(1, width):
+                found = [_PLACEHOLDER_RE.match(r[col]) for r in body]
+                if body and all(found):
+                    gone.append(col)
+                    gpus += [m.group(1) for m in found if m.group(1) not in gpus]
+            if gone and len(body) == len(rows) - 2:
+                indent = block[0][: len(block[0]) - len(block[0].lstrip())]
+                keep = [c for c in range(width) if c not in gone]
+                note = f"{indent}*Not yet measured on {' or '.join(gpus)}.*"
+                if len(keep) > 1:
+                    out += [
+                        indent + "| " + " | ".join(r[c] for c in keep) + " |"
+                        for r in rows
+                    ]
+                    out.append("")
+                out.append(note)
+                i = j
+                continue
+        out += block or [lines[i]]
+        i = j if block else i + 1
+    return "\n".join(out)
+
+
+def _with_legend(markdown: str) -> str:
+    """The page's marks explained where every reader sees them (a hover
+    title is invisible on a touch screen): at the end of the page, which
+    each † links to."""
+    parts = []
+    if STALE_MARK in markdown:
+        parts.append(
+            f"<strong>†</strong> {STALE_TEXT}: its snippet changed after this "
+            "GPU run, and the next run measures it again."
+        )
+    if re.search(r"× ±\d", markdown):
+        parts.append(
+            "<strong>±</strong> after a ratio (1.20× ±3 %) is relative to that "
+            "ratio: over the runner's rounds it lay within 3 % of 1.20 "
+            "(1.16× to 1.24×)."
+        )
+    if not parts:
+        return markdown
+    items = "".join(f"<li>{p}</li>" for p in parts)
+    return (
+        f'{markdown}\n\n<div class="course-marks" id="{MARKS_ID}">'
+        f"<p>Marks used on this page</p><ul>{items}</ul></div>\n"
     )
 
 

@@ -16,6 +16,7 @@ needs neither torch, triton nor a GPU.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import sys
@@ -43,12 +44,24 @@ def on_config(config):
 
 
 def _cell(value) -> str:
-    text = value if isinstance(value, str) else json.dumps(value)
-    return text.replace("|", "\\|")
+    """A value as HTML: floats to 4 significant digits, text escaped."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return html.escape(value if isinstance(value, str) else json.dumps(value))
 
 
 def _is_scalar(value) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _table(head: list[str], rows: list[list]) -> str:
+    """Raw HTML, not Markdown: a `|` in a header (max error / max |O|) can
+    then never turn the table into a paragraph of pipes."""
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in r) + "</tr>" for r in rows
+    )
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def render_entry(key: str, value) -> list[str]:
@@ -62,15 +75,9 @@ def render_entry(key: str, value) -> list[str]:
         columns = list(value[0])
         for row in value[1:]:
             columns += [c for c in row if c not in columns]
-        out.append("| " + " | ".join(columns) + " |")
-        out.append("|" + "---:|" * len(columns))
-        for row in value:
-            out.append(
-                "| " + " | ".join(_cell(row.get(c, "—")) for c in columns) + " |"
-            )
+        out.append(_table(columns, [[r.get(c, "—") for c in columns] for r in value]))
     elif isinstance(value, dict) and all(map(_is_scalar, value.values())):
-        out += ["| | |", "|---|---:|"]
-        out += [f"| {_cell(k)} | {_cell(v)} |" for k, v in value.items()]
+        out.append(_table(["", ""], [[k, v] for k, v in value.items()]))
     else:
         out += ["```json", json.dumps(value, indent=1), "```"]
     return out + [""]
@@ -84,9 +91,8 @@ def render_report(name: str, gpus: list, key: str | None = None) -> str:
     ]
     if not found:
         return (
-            '!!! info "Not yet measured on a GPU"\n'
-            f"    What the runner records for `{name}` appears here once it has "
-            "run on a real GPU.\n"
+            f"*Not yet measured on a GPU: what the runner records for `{name}` "
+            "appears here once it has run on a real GPU.*\n"
         )
     blocks = []
     for g in found:

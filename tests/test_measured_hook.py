@@ -144,7 +144,7 @@ def test_table_and_inline_numbers_come_from_the_data(tmp_path):
     assert "÷ eager" in html and "% copy bandwidth" in html  # the compact table
     # 12 * 2**20 bytes / 0.020 ms = 629 GB/s; 4096 row: 4.9 GB/s = 0.49 % of 1000
     assert "Rate: 629 GB/s." in html
-    assert "Roofline share: 0 % ±3 %." in html
+    assert "Roofline share: 0 % (0–0 %)." in html
     assert "Speed-up: 1.20× ±3 %." in html  # no spread in rounds: the ±3 % floor
     # the table: GPU time with its spread, the clocks, the method
     assert "Triton GPU ms" in html and "interleaved rounds" in html
@@ -172,7 +172,7 @@ def test_target_renders_met_missed_or_too_close_to_call(tmp_path):
     assert "B 1.20× ±3 % (missed)." in html
     assert "C 1.20× ±3 % (too close to call)." in html
     # 12 * 2**20 bytes / 0.020 ms = 629 GB/s = 63 % of 1000, ±3 %: 61..65
-    assert "D 63 % ±3 % (met)." in html
+    assert "D 63 % (61–65 %) (met)." in html
 
 
 def test_a_wide_spread_makes_a_verdict_too_close_to_call(tmp_path):
@@ -211,12 +211,12 @@ def test_verdict_judges_every_selected_row(tmp_path):
         "n_elements 2<sup>12</sup>)." in html
     )
     assert (
-        "C met at 1, missed at 1 of 2 sizes (lowest 0 % ±3 %, at n_elements "
+        "C met at 1, missed at 1 of 2 sizes (lowest 0 % (0–0 %), at n_elements "
         "2<sup>12</sup>)." in html
     )
     assert "D too close to call (1.25× ±3 %)." in html
-    assert "E missed (63 % ±3 %)." in html
-    assert "F met (63 % ±3 %)." in html  # the 4096 row is below the range
+    assert "E missed (63 % (61–65 %))." in html
+    assert "F met (63 % (61–65 %))." in html  # the 4096 row is below the range
     assert "G missed at 2 of 2 sizes" in html
 
 

@@ -28,14 +28,14 @@ def test_list_of_rows_becomes_a_table_per_gpu():
     text = hook.render_report("x", [_gpu(report)])
     # `===!` opens a new tab set, so two directives in a row do not merge
     assert text.startswith('===! "NVIDIA H100"')
-    assert "    | n_cols | ROWS |" in text
-    assert "    | 4096 | 1 |" in text
+    assert "<th>n_cols</th><th>ROWS</th>" in text
+    assert "<td>4096</td><td>1</td>" in text
     assert "report()` of `snippets/x.py`" in text
 
 
 def test_other_shapes_of_report():
     text = hook.render_report("x", [_gpu({"a": {"k": 1}, "b": [[1, 2]]})])
-    assert "| k | 1 |" in text and "```json" in text
+    assert "<td>k</td><td>1</td>" in text and "```json" in text
 
 
 def test_no_data_says_so():
@@ -54,7 +54,7 @@ def test_directive_is_replaced_outside_code_only():
 def test_one_entry_of_a_report():
     report = {"roofline": [{"flops": 1}], "memory": [{"n_ctx": 1024, "naive": 528.0}]}
     text = hook.render_report("x", [_gpu(report)], key="memory")
-    assert "**memory**" in text and "| 1024 | 528.0 |" in text
+    assert "**memory**" in text and "<td>1024</td><td>528</td>" in text
     assert "roofline" not in text and "flops" not in text
 
 
@@ -69,4 +69,13 @@ def test_directive_with_a_key():
     hook._state["gpus"] = [_gpu({"a": {"k": 1}, "b": {"j": 2}})]
     page = SimpleNamespace(file=SimpleNamespace(src_uri="p.md"))
     out = hook.on_page_markdown("[[report x b]]", page, {}, None)
-    assert "| j | 2 |" in out and "| k | 1 |" not in out
+    assert "<td>j</td><td>2</td>" in out and "| k | 1 |" not in out
+
+
+def test_a_pipe_in_a_header_and_long_floats_still_make_a_table():
+    # issue 26: "max error / max |O|" turned lesson 02's table into a
+    # paragraph of pipes and 16-digit floats
+    report = {"accuracy": [{"n_ctx": 1024, "max error / max |O|": 0.0012345678901}]}
+    text = hook.render_report("x", [_gpu(report)])
+    assert "<th>max error / max |O|</th>" in text
+    assert "<td>0.001235</td>" in text and "0.0012345678901" not in text
