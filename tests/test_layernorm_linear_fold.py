@@ -241,20 +241,26 @@ def test_the_boundary_holds_at_the_captured_size():
     assert len(far) == 1 and far[0]["fold"] > 1.5 * far[0]["PyTorch"], far
 
 
-def test_only_tiles_holding_a_far_off_row_take_the_exact_path(seeded):
-    # 64 rows, tiles of 16: one row far off its mean puts its tile (and only
-    # that tile) on the exact path; the others match the pure fold bit for bit
-    x, weight, bias, gamma, beta = _inputs(64, 64, 16, torch.float16)
+def test_a_far_off_row_sends_its_whole_row_band_down_the_exact_path(seeded):
+    # 64 rows, 48 features out, tiles of 16 x 16: three column tiles per band
+    # of 16 rows (N > BLOCK_N, so a tile and a band differ). The branch is
+    # taken per output tile, on the largest |mean| * rstd of its rows: one
+    # far-off row puts every tile of its band on the exact path, and every
+    # other band matches the pure fold bit for bit.
+    x, weight, bias, gamma, beta = _inputs(64, 64, 48, torch.float16)
     x[37] = x[37] * 0.01 + 2000  # |mean| / std about 2e5
     folded = lf.fold_layernorm(weight, bias, gamma, beta)
     run = lambda limit: lf.layernorm_linear_folded(  # noqa: E731
         x, folded, config=SMALL, fold_limit=limit
     )
     auto, fold, exact = run(lf.FOLD_LIMIT), run(math.inf), run(0.0)
-    tile = slice(32, 48)
-    assert torch.equal(auto[tile], exact[tile]) and not torch.equal(
-        auto[tile], fold[tile]
-    )
+    band = slice(32, 48)  # rows 32..47 hold row 37
+    for c in range(0, 48, 16):
+        tile = (band, slice(c, c + 16))
+        # the two paths differ on every tile of the band (so the test can see
+        # which one ran), and the launcher took the exact one on each
+        assert not torch.equal(exact[tile], fold[tile]), c
+        assert torch.equal(auto[tile], exact[tile]), f"columns {c}..{c + 15}"
     rest = torch.cat([auto[:32], auto[48:]])
     assert torch.equal(rest, torch.cat([fold[:32], fold[48:]]))
 

@@ -280,22 +280,21 @@ def layernorm_linear_kernels() -> dict:
         | dict.fromkeys(("M", "N", "K"), "i32")
         | {"fold_limit": "fp32"}
     )
-    sig |= const(*_LN_TILE, "NUM_PROGRAMS", "UPCAST")
+    sig |= const(*_LN_TILE, "NUM_PROGRAMS")
     pointers = lambda sig: [n for n in sig if n.endswith("_ptr")]  # noqa: E731
     folded = compile_kernel(
         fold.layernorm_linear_fold_kernel, 90, sig,
-        _LN_TILE | {"NUM_PROGRAMS": 132, "UPCAST": False}, pointers(sig), **opts,
+        _LN_TILE | {"NUM_PROGRAMS": 132}, pointers(sig), **opts,
     )  # fmt: skip
     sig = (
         ptrs("x_ptr", "w_ptr", "bias_ptr", "gamma_ptr", "beta_ptr")
         | ptrs("mean_ptr", "rstd_ptr", t="*fp32")
         | ptrs("out_ptr")
         | dict.fromkeys(("M", "N", "K", "stride_xm", "stride_wn", "stride_om"), "i32")
-        | const("HAS_BIAS", "UPCAST_DOT", "PRECISION", "NORMALIZE", *_LN_TILE)
+        | const("HAS_BIAS", "PRECISION", "NORMALIZE", *_LN_TILE)
     )
     flags = {
         "HAS_BIAS": True,
-        "UPCAST_DOT": False,
         "PRECISION": "tf32",
         "NORMALIZE": True,
     }
