@@ -1,0 +1,291 @@
+"""The GPU-architecture module's statements, checked by compiling (issue #27).
+
+Each test backs a sentence of the module's index, lesson 01, 02 or 04 (or a
+comment of their snippets) that an independent review found false or
+imprecise. The compiler facts are found in one process without the
+interpreter (``_FACTS_SCRIPT``, with ``triton_course.codegen``'s helpers, as
+``tests/test_compiler_claims.py`` does); where only the page's wording can
+be checked, a test reads the page, so the wrong sentence cannot come back
+unnoticed. Checked with triton 3.9.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO_ROOT
+
+DOCS = REPO_ROOT / "docs" / "gpu-architecture"
+INDEX = DOCS / "index.md"
+L01 = DOCS / "01-gpu-architecture.md"
+L02 = DOCS / "02-flash-attention-mixed-precision.md"
+L04 = DOCS / "04-gpu-profiling.md"
+
+_FACTS_SCRIPT = r"""
+import difflib, importlib.util, json, os, re, subprocess, sys, tempfile
+sys.path[:0] = [os.getcwd(), os.path.join(os.getcwd(), "snippets")]
+import triton
+from triton_course import codegen as C
+import flash_attention as fa, gpu_basics as gb, optimization_steps as rs
+
+facts = {}
+
+def dot(arch, dtype, m=64, k=32):
+    sig = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}",
+           "c_ptr": "*i32" if dtype == "i8" else "*fp32",
+           "M": "constexpr", "N": "constexpr", "K": "constexpr"}
+    try:
+        ptx = C.compile_for(C._probes().dot_kernel, arch, sig,
+                            {"M": m, "N": 64, "K": k},
+                            aligned=("a_ptr", "b_ptr", "c_ptr"))["ptx"]
+    except BaseException as exc:  # a refusal, or the compiler failing
+        return "error: " + type(exc).__name__
+    if C.WGMMA.search(ptx):
+        return "wgmma"
+    return "mma.sync" if C.MMA.search(ptx) else "fma"
+
+for dtype in ("fp8e5", "fp16", "fp32"):
+    facts[f"min_k {dtype}"] = min(
+        (k for k in (8, 16, 32) if not dot(80, dtype, k=k).startswith("error")),
+        default=None)
+facts["sm90 by M"] = {m: dot(90, "fp16", m=m) for m in (16, 32, 64, 128)}
+facts["int8"] = {a: dot(a, "i8") for a in (75, 80, 90)}
+facts["fp8e4"] = {a: dot(a, "fp8e4nv") for a in (75, 80, 89, 90)}
+facts["fp8e5"] = {a: dot(a, "fp8e5") for a in (75, 80, 89, 90)}
+facts["bf16"] = {a: dot(a, "bf16") for a in (75, 80, 90)}
+
+# fma_chain: is the ITERS loop unrolled into straight-line code?
+sig = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_elements": "i32", "a": "fp32",
+       "b": "fp32", "ITERS": "constexpr", "BLOCK_SIZE": "constexpr"}
+facts["fma loop"] = {}
+for arch in (80, 90):
+    for iters in (16, 64, 256, 1024):
+        ptx = C.compile_for(gb.fma_chain_kernel, arch, sig,
+                            {"ITERS": iters, "BLOCK_SIZE": 1024},
+                            aligned=("x_ptr", "out_ptr", "n_elements"))["ptx"]
+        facts["fma loop"][f"{arch}/{iters}"] = bool(re.search(r"\bbra\b", ptx))
+
+# rowsum v0 and v1: loads per loop trip, in PTX and (v0) in SASS
+nvdisasm = os.path.join(os.path.dirname(triton.__file__),
+                        "backends", "nvidia", "bin", "nvdisasm")
+sig0 = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_cols": "i32", "stride_row": "i32"}
+asm = C.compile_for(rs.rowsum_v0_kernel, 90, sig0, {},
+                    aligned=("x_ptr", "out_ptr", "n_cols", "stride_row"))
+facts["v0 ptx loads"] = len(re.findall(r"\bld\.global", asm["ptx"]))
+with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+    f.write(asm["cubin"])
+sass = subprocess.run([nvdisasm, "-c", f.name], capture_output=True,
+                      text=True, check=True).stdout
+os.unlink(f.name)
+blocks = re.split(r"^\.L_x_\d+:", sass, flags=re.M)
+facts["v0 sass most loads in one block"] = max(
+    len(re.findall(r"\bLDG\b", b)) for b in blocks)
+sig1 = dict(sig0, BLOCK_N="constexpr")
+ptx = C.compile_for(rs.rowsum_v1_kernel, 90, sig1, {"BLOCK_N": 1024},
+                    aligned=("x_ptr", "out_ptr", "n_cols", "stride_row"))["ptx"]
+facts["v1 loads"] = re.findall(r"ld\.global[.\w]*", ptx)
+
+# flash attention forward: warp_specialize, shared memory, scratch
+def module_with(source, name):
+    path = os.path.join(tempfile.mkdtemp(), name + ".py")
+    with open(path, "w") as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+src = open(fa.__file__).read()
+loop = "    for start_n in range(key_lo, key_hi, BLOCK_N):\n        # The TMA"
+assert src.count(loop) == 1, "the forward loop moved: update this check"
+ws = module_with(src.replace(loop, loop.replace(
+    "range(key_lo, key_hi, BLOCK_N)",
+    "tl.range(key_lo, key_hi, BLOCK_N, warp_specialize=True)")), "fa_ws")
+fsig = {n: "*fp16" for n in ("q_ptr", "k_ptr", "v_ptr", "out_ptr")}
+fsig.update(lse_ptr="*fp32", n_ctx="i32", qk_scale="fp32",
+            **{n: "constexpr" for n in ("HEAD_DIM", "CAUSAL", "BLOCK_M",
+                                         "BLOCK_N", "DOT_PRECISION", "PV_FP16")})
+aligned = ("q_ptr", "k_ptr", "v_ptr", "out_ptr", "lse_ptr", "n_ctx")
+
+def forward(module, arch, causal=False, bm=128, bn=128, warps=8, stages=3):
+    const = {"HEAD_DIM": 128, "CAUSAL": causal, "BLOCK_M": bm, "BLOCK_N": bn,
+             "DOT_PRECISION": "ieee", "PV_FP16": False}
+    return C.compile_kernel(module._attention_fwd_kernel, arch, fsig, const,
+                            aligned, num_warps=warps, num_stages=stages)
+
+def code(kernel):  # the PTX without its debug sections (they name the file)
+    ptx = kernel.asm["ptx"].split(".section\t.debug")[0]
+    return [l for l in ptx.splitlines()
+            if not re.match(r"\s*(\.loc|\.file|//)", l)]
+
+facts["warp_specialize same ptx on sm90"] = {
+    str(c): code(forward(fa, 90, c)) == code(forward(ws, 90, c))
+    for c in (False, True)}
+facts["fwd 128x128x3 shared"] = {a: forward(fa, a).metadata.shared for a in (80, 90)}
+facts["fwd 128x64x2 shared"] = {
+    a: forward(fa, a, bn=64, stages=2).metadata.shared for a in (86, 89)}
+facts["fwd scratch per program"] = {
+    a: forward(fa, a).metadata.global_scratch_size for a in (80, 90)}
+print(json.dumps(facts))
+"""
+
+
+@pytest.fixture(scope="module")
+def facts():
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, "-c", _FACTS_SCRIPT],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _text(path) -> str:
+    return " ".join(path.read_text().split())  # one line: phrases may wrap
+
+
+# ------------------------------------------------ dtypes per architecture ---
+def test_bf16_compiles_everywhere_and_only_fp8_e4m3_needs_sm89(facts):
+    assert facts["bf16"] == {"75": "fma", "80": "mma.sync", "90": "wgmma"}
+    assert facts["fp8e5"]["75"] == "fma"  # widened, compiled
+    assert all(facts["fp8e4"][a].startswith("error") for a in ("75", "80"))
+    assert facts["fp8e4"]["89"] == "mma.sync" and facts["fp8e4"]["90"] == "wgmma"
+
+
+def test_the_pages_do_not_say_bf16_needs_ampere():
+    for page in (INDEX, L02):
+        text = _text(page)
+        assert "bf16 needs Ampere" not in text, page.name
+        assert not re.search(r"`tl\.dot` in bf16 or tf32 \| Ampere", text)
+        assert "fp8 needs Ada or Hopper" not in text, page.name
+
+
+def test_tensor_descriptors_are_not_said_to_miss_on_t4_or_ampere():
+    text = _text(INDEX)
+    assert "not tensor descriptors" not in text
+    assert "everything but tensor descriptors" not in text
+    # and the Ampere line says what Ampere does refuse
+    assert "e4m3" in text
+
+
+def test_int8_dot_fails_to_compile_on_a_t4(facts):
+    assert facts["int8"]["75"].startswith("error")
+    assert facts["int8"]["80"] == "mma.sync"
+    row = next(line for line in L01.read_text().splitlines() if line.startswith("| int8"))
+    assert "fails to compile for sm_75" in row  # not "tensor cores from Turing"
+
+
+# ------------------------------------------------------- tl.dot's shapes ---
+def test_minimum_k_depends_on_the_operand_width(facts):
+    assert facts["min_k fp8e5"] == 32
+    assert facts["min_k fp16"] == 16
+    assert facts["min_k fp32"] == 8
+
+
+def test_wgmma_needs_64_rows_on_sm90(facts):
+    assert facts["sm90 by M"] == {
+        "16": "mma.sync",
+        "32": "mma.sync",
+        "64": "wgmma",
+        "128": "wgmma",
+    }
+    text = _text(L01)
+    assert "K \\ge 16\\) (M and N may be as small as 1)" not in text
+    assert "multiple of 64" in text
+
+
+# ------------------------------------------------------------ interpreter ---
+def test_the_pages_do_not_promise_every_test_under_the_interpreter():
+    assert "every snippet and every test, under the interpreter" not in _text(INDEX)
+    assert "| every test of the course |" not in L01.read_text()
+
+
+# -------------------------------------------------------------- fma_chain ---
+def test_fma_chain_keeps_a_loop_at_large_iters(facts):
+    loop = facts["fma loop"]
+    assert loop["90/16"] is False and loop["80/16"] is False  # straight line
+    assert loop["90/256"] and loop["90/1024"] and loop["80/64"]
+    assert "its own straight-line kernel" not in _text(L01)
+
+
+# ------------------------------------------------------------ row sums v0 ---
+def test_v0_issues_four_loads_per_unrolled_trip(facts):
+    assert facts["v0 ptx loads"] == 1  # one per trip as written ...
+    assert facts["v0 sass most loads in one block"] == 4  # ... ptxas unrolls 4
+    text = _text(L04)
+    assert "only one load in flight" not in text
+    assert "one per lane" not in text
+
+
+def test_v1_loads_two_16_byte_vectors_per_thread_and_trip(facts):
+    assert facts["v1 loads"] == ["ld.global.v4.b32", "ld.global.v4.b32"]
+
+
+# ------------------------------------------------------- flash attention ---
+def test_warp_specialize_changes_nothing_in_the_forward_kernel_on_sm90(facts):
+    assert facts["warp_specialize same ptx on sm90"] == {"False": True, "True": True}
+    text = _text(L02)
+    assert "exercise 5 asks you to measure it" not in text
+    assert "exercise 5 asks you to time the first" not in text
+
+
+def test_flash_tile_comment_gives_the_compiled_shared_memory(facts):
+    shared = facts["fwd 128x128x3 shared"]
+    assert shared == {"80": 160 * 1024, "90": 230400}
+    assert facts["fwd 128x64x2 shared"] == {"86": 64 * 1024, "89": 64 * 1024}
+    src = (REPO_ROOT / "snippets" / "flash_attention.py").read_text()
+    src = " ".join(src.replace("#", " ").split())  # comments as one line
+    assert "160 KB for sm_80" in src and "230 400 B for sm_90" in src
+
+
+def test_descriptor_scratch_is_512_bytes_per_program_on_sm90(facts):
+    assert facts["fwd scratch per program"] == {"80": 0, "90": 512}
+    # lesson 02's memory paragraph counts it: 128 query blocks x 128 heads
+    # x 512 B = 8 MiB at N = 16384
+    assert 16384 // 128 * 4 * 32 * 512 == 8 * 2**20
+    assert "512 B" in _text(L02)
+
+
+def test_the_fold_is_not_said_to_save_a_tile():
+    assert "would need a second" not in _text(L02)
+
+
+def test_lesson_02_types_no_reading_of_the_target_rows():
+    text = _text(L02)
+    assert "shorter sequences are where the target is hardest" not in text
+    assert "hardest rows are the short causal ones" not in text
+
+
+def test_no_directive_selects_the_dropped_16384_rows():
+    for page in (L01, L02):
+        assert not re.search(r"bench=flash_attention_\w+[^\]]*n_ctx=16384", page.read_text())
+
+
+def test_exercise_1_uses_the_benchmarks_heads():
+    ex = L02.read_text().split("## Exercises")[1]
+    first = ex.split("2. ")[0]
+    assert "16 heads" in first and "32 heads" not in first
+
+
+# --------------------------------------------------------------- lesson 04 ---
+def test_lesson_04_describes_the_runners_timer():
+    text = _text(L04)
+    assert "times every table with `do_bench(..., quantiles" not in text
+    assert "interleaved rounds" in text
+
+
+def test_lesson_04_shows_no_runner_configuration_as_lesson_code():
+    src = (REPO_ROOT / "snippets" / "optimization_steps.py").read_text()
+    shown = src.split("# --8<-- [start:ncu]")[1].split("# --8<-- [end:ncu]")[0]
+    assert "NCU_METRICS = [" in shown  # what to collect is lesson material
+    assert "CAPTURES" not in shown  # how the runner stores it is not
