@@ -256,7 +256,10 @@ def test_every_target_a_page_states_is_drawn_on_its_plot(built_site):
 
 
 _LAUNCHER_INCLUDE = re.compile(r'--8<--\s+"[\w.-]+\.py:\w*launchers?"')
-_RUN_LINK = re.compile(r'<p class="course-run"><a href="([^"#]+)#(cell-id=[\w-]+)"')
+_RUN_LINK = re.compile(
+    r'<p class="course-run">.*?'
+    r'<a class="course-run-page" href="([^"#]+)#(cell-id=[\w-]+)"'
+)
 
 
 def test_every_launcher_on_a_page_links_to_its_notebook_cell(built_site):

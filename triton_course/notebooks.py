@@ -17,11 +17,16 @@ Everything between code cells becomes one Markdown cell. The first cell is a
 
 Building keeps the outputs of every code cell whose source did not change, so
 the outputs of the last real run survive a rebuild that changes only prose.
+
+Every cell gets a stable id (nbformat 4.5), derived from what it holds, never
+from its position: a lesson's "Run this code" link opens Colab at
+``#scrollTo=<id>``, so an id must not move when a cell is added above it.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
@@ -36,6 +41,9 @@ OUTPUT_DIR = REPO_ROOT / "docs" / "notebooks"
 _INCLUDE_RE = re.compile(r'^--8<--\s+"([^":]+):([\w-]+)"\s*$')
 _START = "# --8<-- [start:{}]"
 _END = "# --8<-- [end:{}]"
+# nbformat 4.5: a cell id is 1-64 letters, digits, '-' or '_'
+CELL_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 class NotebookError(ValueError):
@@ -84,8 +92,48 @@ def colab_url(notebook_name: str, slug: str, branch: str = "main") -> str:
     )
 
 
+def section_key(snippet: str, section: str) -> str:
+    """The id stem of a cell embedding ``snippet:section``: ``vector_add-launcher``."""
+    stem = Path(snippet).stem.lstrip("_")  # _setup.py (notebook-only) -> setup
+    return _ID_UNSAFE.sub("-", f"{stem}-{section}").strip("-") or "cell"
+
+
+def cell_ids(cells: list[dict]) -> list[str]:
+    """A stable, unique, nbformat-valid id for each cell, in order.
+
+    A cell that embeds a snippet section is named after it (its ``key``);
+    any other cell after a short hash of its type and text. Neither depends
+    on the cell's position, so inserting a cell leaves the others' ids alone.
+    A repeat of the same key gets ``-2``, ``-3``, ... in order.
+    """
+    ids: list[str] = []
+    seen: set[str] = set()
+    for cell in cells:
+        base = cell.get("key")
+        if not base:
+            digest = hashlib.sha1(
+                f"{cell['cell_type']}\0{_source(cell)}".encode()
+            ).hexdigest()[:10]
+            base = f"{'code' if cell['cell_type'] == 'code' else 'md'}-{digest}"
+        if len(base) > 64:  # keep it readable and unique within the limit
+            digest = hashlib.sha1(base.encode()).hexdigest()[:8]
+            base = f"{base[:55]}-{digest}"
+        cid, n = base, 1
+        while cid in seen:
+            n += 1
+            suffix = f"-{n}"
+            cid = base[: 64 - len(suffix)] + suffix
+        seen.add(cid)
+        ids.append(cid)
+    return ids
+
+
 def cells_from_recipe(recipe: Path, snippets_dir: Path = SNIPPETS_DIR) -> list[dict]:
-    """The notebook's cells, as ``{"cell_type": ..., "source": ...}`` dicts."""
+    """The notebook's cells, as ``{"cell_type": ..., "source": ...}`` dicts.
+
+    A cell embedding a snippet section also has ``"key"`` (see section_key),
+    which names its id.
+    """
     notebook_name = recipe.with_suffix(".ipynb").name
     badge = (
         f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
@@ -106,8 +154,10 @@ def cells_from_recipe(recipe: Path, snippets_dir: Path = SNIPPETS_DIR) -> list[d
         line = lines[i]
         if match := _INCLUDE_RE.match(line.strip()):
             flush_prose()
-            code = snippet_section(match.group(1), match.group(2), snippets_dir)
-            cells.append({"cell_type": "code", "source": code})
+            snippet, section = match.groups()
+            code = snippet_section(snippet, section, snippets_dir)
+            key = section_key(snippet, section)
+            cells.append({"cell_type": "code", "source": code, "key": key})
         elif line.strip() == "```python":
             flush_prose()
             end = lines.index("```", i + 1)
@@ -133,10 +183,10 @@ def render_notebook(cells: list[dict], previous: dict | None = None) -> dict:
             if cell["cell_type"] == "code":
                 old_outputs[_source(cell)] = cell.get("outputs", [])
     nb_cells = []
-    for index, cell in enumerate(cells):
+    for cell, cell_id in zip(cells, cell_ids(cells), strict=True):
         entry = {
             "cell_type": cell["cell_type"],
-            "id": f"cell-{index}",
+            "id": cell_id,
             "metadata": {},
             "source": cell["source"],
         }
@@ -188,9 +238,16 @@ def drift(recipe: Path) -> list[str]:
     problems = []
     if len(stored) != len(wanted):
         problems.append(f"{out.name}: {len(stored)} cells, recipe gives {len(wanted)}")
+    wanted_ids = cell_ids(wanted)
     for i, (have, want) in enumerate(zip(stored, wanted, strict=False)):
         if have["cell_type"] != want["cell_type"] or _source(have) != want["source"]:
             problems.append(f"{out.name}: cell {i} differs from its recipe/snippet")
+        elif have.get("id") != wanted_ids[i]:
+            # the site's run links open Colab at #scrollTo=<id>
+            problems.append(
+                f"{out.name}: cell {i} has id {have.get('id')!r}, "
+                f"the builder gives {wanted_ids[i]!r}"
+            )
     return problems
 
 
