@@ -70,6 +70,7 @@ closer is judged too close to call.
 from __future__ import annotations
 
 import html
+import math
 import posixpath
 import re
 import shlex
@@ -820,6 +821,19 @@ def _measured_bench(g, name: str) -> dict | None:
     return g.benchmarks[name]
 
 
+def _pct_text(spread: T.Spread) -> str:
+    """A share of the roofline with its interval: "63 % (61–65 %)" (a ± after
+    a percentage would read as points). Under 10 % it keeps two significant
+    digits ("0.49 % (0.48–0.51 %)"), so a small share never prints as
+    "0 % (0–1 %)"."""
+    m = abs(spread.median)
+    digits = 0 if m >= 10 or m == 0 else max(0, 1 - math.floor(math.log10(m)))
+    return (
+        f"{spread.median:.{digits}f} % "
+        f"({spread.low:.{digits}f}–{spread.high:.{digits}f} %)"
+    )
+
+
 def _legacy_spread(point: float) -> T.Spread:
     half = LEGACY_REL_HALF_WIDTH * point
     return T.Spread(point, point - half, point + half)
@@ -842,8 +856,7 @@ def _shown(row: dict, bench: dict, value: str, peer: str, g) -> tuple[T.Spread, 
                 per_ms / result["q75_ms"],
                 per_ms / result["q25_ms"],
             )
-        # "63 % (61–65 %)": a ± after a percentage would read as points
-        return spread, f"{spread.median:.0f} % ({spread.low:.0f}–{spread.high:.0f} %)"
+        return spread, _pct_text(spread)
     if value.startswith("vs:"):
         other = _measured_bench(g, value[3:])
         if other is None:

@@ -144,7 +144,7 @@ def test_table_and_inline_numbers_come_from_the_data(tmp_path):
     assert "÷ eager" in html and "% copy bandwidth" in html  # the compact table
     # 12 * 2**20 bytes / 0.020 ms = 629 GB/s; 4096 row: 4.9 GB/s = 0.49 % of 1000
     assert "Rate: 629 GB/s." in html
-    assert "Roofline share: 0 % (0–0 %)." in html
+    assert "Roofline share: 0.49 % (0.48–0.51 %)." in html
     assert "Speed-up: 1.20× ±3 %." in html  # no spread in rounds: the ±3 % floor
     # the table: GPU time with its spread, the clocks, the method
     assert "Triton GPU ms" in html and "interleaved rounds" in html
@@ -191,7 +191,7 @@ def test_a_wide_spread_makes_a_verdict_too_close_to_call(tmp_path):
 
 def test_verdict_judges_every_selected_row(tmp_path):
     # Ratios to eager: 1.20 at 4096 elements, 1.25 at 1048576, each ±3 %;
-    # shares of the roofline: 0 % and 63 % (±3 %).
+    # shares of the roofline: 0.49 % and 63 % (±3 %).
     eager = "bench=vector_add gpu=gpu-a value='ratio:PyTorch eager'"
     share = "bench=vector_add gpu=gpu-a value=pct_roofline"
     page = (
@@ -211,7 +211,7 @@ def test_verdict_judges_every_selected_row(tmp_path):
         "n_elements 2<sup>12</sup>)." in html
     )
     assert (
-        "C met at 1, missed at 1 of 2 sizes (lowest 0 % (0–0 %), at n_elements "
+        "C met at 1, missed at 1 of 2 sizes (lowest 0.49 % (0.48–0.51 %), at n_elements "
         "2<sup>12</sup>)." in html
     )
     assert "D too close to call (1.25× ±3 %)." in html
@@ -531,12 +531,19 @@ def test_timings_show_plot_then_compact_table_then_the_full_data(tmp_path):
     plot, compact = html.find('<div class="course-plot"'), html.find("course-timings")
     details = html.find("<details")
     assert 0 <= plot < compact < details, (plot, compact, details)
-    svg = html[plot : html.find("</svg>", plot)]
-    # two Triton points on the rate panel, a ratio panel with parity and target
-    triton = svg[svg.find('data-peer="Triton"') :]
+    # one plot by default: the page states a ratio target, so the ratio
+    # panel (parity, the target, Triton's two sizes) is the one shown
+    shown = _svgs(html[:details])
+    assert len(shown) == 2  # the column's and the phone's drawing of it
+    for svg in shown:
+        assert 'class="panel ratio"' in svg and 'class="parity"' in svg
+        assert 'class="target"' in svg and "target 1.1×" in svg
+        assert svg.count('class="point"') == 2
+    # the rate plot (two points for each of the two peers) is one click away
+    hidden = _svgs(html[details:])
+    assert len(hidden) == 2 and all('class="panel ratio"' not in s for s in hidden)
+    triton = hidden[0][hidden[0].find('data-peer="Triton"') :]
     assert triton[: triton.find("</g>")].count('class="point"') == 2
-    assert 'class="panel ratio"' in svg and 'class="parity"' in svg
-    assert 'class="target"' in svg and "target 1.1×" in svg
     # compact: rate, ratio with a compact ±, % of the roofline; no GPU-ms column
     table = html[compact:details]
     assert "÷ eager" in table and "% copy bandwidth" in table
@@ -622,18 +629,27 @@ def test_targets_the_page_states_are_drawn_over_the_sizes_they_are_stated_for(
     )
     code, html, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
     assert code == 0, err
-    wide = next(s for s in _svgs(html) if "course-plot-svg wide" in s)
+    # a ratio target is stated: the ratio plot is shown, the rate plot is in
+    # the collapsed block; both carry the targets stated for them
+    rate, ratio = (
+        next(s for s in _svgs(html) if "course-plot-svg wide" in s and test(s))
+        for test in (
+            lambda s: 'class="panel ratio"' not in s,
+            lambda s: 'class="panel ratio"' in s,
+        )
+    )
+    assert html.find(ratio) < html.find("<details") < html.find(rate)
     # the roofline target sits on the rate panel, over the large size only
     # (one size: a short mark), the ratio target on a panel against eager
-    roof = re.search(r'<line class="target" data-target="roofline:=60"[^>]*>', wide)
+    roof = re.search(r'<line class="target" data-target="roofline:=60"[^>]*>', rate)
     x1, x2 = (
         float(re.search(rf'{a}="([\d.]+)"', roof.group()).group(1))
         for a in ("x1", "x2")
     )
-    assert x2 - x1 == 28 and "target 60 % of the roofline" in wide
-    assert 'data-target="ratio:PyTorch eager=1.1"' in wide
-    assert "Triton ÷ PyTorch eager — float32" in wide
-    assert "the fastest other implementation" not in wide
+    assert x2 - x1 == 28 and "target 60 % of the roofline" in rate
+    assert 'data-target="ratio:PyTorch eager=1.1"' in ratio
+    assert "Triton ÷ PyTorch eager — float32" in ratio
+    assert "the fastest other implementation" not in ratio
 
 
 def test_a_target_over_every_size_spans_the_panel_and_hides_partial_copies(tmp_path):
@@ -654,8 +670,15 @@ def test_every_plot_is_drawn_for_the_column_and_for_a_phone(tmp_path):
         tmp_path, {"fixture-gpu-a.json": fixture_doc()}, "[[timings vector_add]]\n"
     )
     assert code == 0, err
-    wide, narrow = _svgs(html)
-    assert 'viewBox="0 0 640 ' in wide and 'viewBox="0 0 350 ' in narrow
-    for svg in (wide, narrow):  # both carry every point
+    # the shown plot and the one in the collapsed block, each drawn twice
+    svgs = _svgs(html)
+    assert len(svgs) == 4
+    for wide, narrow in (svgs[:2], svgs[2:]):
+        assert 'viewBox="0 0 640 ' in wide and 'viewBox="0 0 350 ' in narrow
+    for svg in svgs:  # every drawing carries every point of its kind
+        if 'class="panel ratio"' in svg:  # Triton's ratio at its two sizes
+            assert svg.count('class="point"') == 2
+            continue
         triton = svg[svg.find('data-peer="Triton"') :]
         assert triton[: triton.find("</g>")].count('class="point"') == 2
+    assert sum('class="panel ratio"' in s for s in svgs) == 2
