@@ -1,0 +1,433 @@
+"""Statements of the Triton series, the reference page and the home page,
+checked (issue #27): compiled for the target where they are about the
+compiler, run under the interpreter where they are about behaviour, and read
+from the page where only the wording can be checked. Each test fails if the
+wrong statement comes back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import DEVICE, REPO_ROOT, load_snippet
+
+DOCS = REPO_ROOT / "docs"
+SERIES = DOCS / "triton-series"
+
+
+def _page(path) -> str:
+    """A page's text with line breaks folded, so phrases split over lines match."""
+    return re.sub(r"\s+", " ", (DOCS / path).read_text(encoding="utf-8"))
+
+
+def _compile(script: str) -> dict:
+    """Run a compile script in a process without the interpreter."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+# ------------------------------------------- matmul_tma.py's config comment ---
+# The shared memory of a 128 x 256 x 64 tile at 3 and 4 stages, in each of the
+# four variants the one config list serves (sm_90, float16, 8 warps).
+_TMA_SHARED = r"""
+import json, sys
+from pathlib import Path
+from triton_course import codegen, excerpts
+
+tma = excerpts._load(Path("snippets/matmul_tma.py"))
+names = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "B_KMAJOR",
+         "INPUT_PRECISION", "EPILOGUE_SPLIT")
+base = dict.fromkeys(("a_ptr", "b_ptr", "c_ptr"), "*fp16")
+base |= dict.fromkeys(("M", "N", "K"), "i32") | dict.fromkeys(names, "constexpr")
+tile = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8,
+        "B_KMAJOR": False, "INPUT_PRECISION": "tf32"}
+out = {}
+for persistent in (True, False):
+    kernel = tma.matmul_tma_persistent_kernel if persistent else tma.matmul_tma_kernel
+    extra = ({"NUM_PROGRAMS": 132, "FLATTEN": True} if persistent else {})
+    sig = base | dict.fromkeys(extra, "constexpr")
+    for split in (True, False):
+        for stages in (3, 4):
+            k = codegen.compile_kernel(
+                kernel, 90, sig, tile | extra | {"EPILOGUE_SPLIT": split},
+                ["a_ptr", "b_ptr", "c_ptr"], num_warps=8, num_stages=stages)
+            out[f"{persistent}-{split}-{stages}"] = k.metadata.shared
+json.dump(out, sys.stdout)
+"""
+SM90_BLOCK_LIMIT = 232_448  # bytes one block may opt in to on sm_90 (CUDA guide)
+
+
+@pytest.fixture(scope="module")
+def tma_shared():
+    return _compile(_TMA_SHARED)
+
+
+def test_four_stages_of_the_big_tile_fit_only_with_the_split_epilogue(tma_shared):
+    # matmul_tma.py keeps three stages because its one config list also
+    # serves the persistent kernel with a whole-tile epilogue buffer
+    assert tma_shared["True-True-4"] <= SM90_BLOCK_LIMIT  # persistent, split
+    assert tma_shared["False-True-4"] <= SM90_BLOCK_LIMIT  # per tile, split
+    assert tma_shared["True-False-4"] > SM90_BLOCK_LIMIT  # persistent, whole tile
+    assert all(tma_shared[f"{p}-{s}-3"] <= SM90_BLOCK_LIMIT
+               for p in (True, False) for s in (True, False))  # fmt: skip
+
+
+def test_the_config_comment_states_what_the_compile_found(tma_shared):
+    text = (REPO_ROOT / "snippets" / "matmul_tma.py").read_text(encoding="utf-8")
+    assert "does not fit beside the epilogue" not in text  # the old, false reason
+    comment = re.sub(r"\s+#?\s*", " ", text)
+    assert f"{tma_shared['True-True-4']:,}".replace(",", " ") in comment
+    assert f"{tma_shared['True-False-4']:,}".replace(",", " ") in comment
+
+
+# -------------------------------------- persistent programs and the last wave ---
+def _persistent_rounds(tiles: int, programs: int) -> list[int]:
+    """Programs busy in each round of the persistent loop (tile = pid + i·P)."""
+    per_program = [len(range(p, tiles, programs)) for p in range(programs)]
+    return [sum(n > r for n in per_program) for r in range(max(per_program))]
+
+
+def test_a_static_stride_persistent_loop_keeps_a_partial_last_round():
+    # 8192³ with 128 × 256 tiles on 132 SMs: the launcher's grid and stride
+    tiles = (8192 // 128) * (8192 // 256)
+    rounds = _persistent_rounds(tiles, 132)
+    assert tiles == 2048 and len(rounds) == 16 and rounds[-1] == 68
+    for path in ("triton-series/tiled-gemm.md",):
+        text = _page(path)
+        assert "no launch wave is left half empty" not in text
+        assert "68" in text and "132" in text  # the page does the arithmetic
+    doc = (REPO_ROOT / "snippets" / "matmul_tma.py").read_text(encoding="utf-8")
+    assert "no launch wave is left half empty" not in doc
+
+
+# -------------------------------------------- lesson kernels read as kernels ---
+@pytest.mark.parametrize(
+    "snippet",
+    ["vector_add.py", "matmul.py", "matmul_tma.py", "softmax.py", "online_softmax.py"],
+)
+def test_no_interpreter_workaround_inside_a_kernel(snippet):
+    text = (REPO_ROOT / "snippets" / snippet).read_text(encoding="utf-8")
+    kernels = re.findall(r"@triton\.jit\n(.*?)(?=\n(?:# --8<--|@|def |[A-Z_]+ =))",
+                         text, flags=re.S)  # fmt: skip
+    assert kernels, snippet
+    for body in kernels:
+        assert "UPCAST" not in body
+        assert "interpreter" not in body.lower()
+
+
+@pytest.mark.parametrize("snippet", ["matmul", "matmul_tma"])
+def test_bfloat16_products_are_right_with_the_widening_in_the_launcher(snippet):
+    # the kernel lost its UPCAST branch; under the interpreter the launcher
+    # widens bfloat16 inputs instead, and the result must still be right
+    module = load_snippet(snippet)
+    launch = module.matmul if snippet == "matmul" else module.matmul_tma
+    a = torch.randn(40, 48, dtype=torch.bfloat16, device=DEVICE)
+    b = torch.randn(48, 24, dtype=torch.bfloat16, device=DEVICE)
+    got = launch(a, b)
+    want = (a.double() @ b.double()).to(torch.bfloat16)
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.float(), want.float(), rtol=2e-2, atol=2e-2)
+    assert "UPCAST" not in _page("triton-series/tiled-gemm.md")
+
+
+# ------------------------------------------------- tiled GEMM: tl.dot shapes ---
+_DOT_SHAPES = r"""
+import json, sys
+from triton_course import codegen
+
+out = {}
+for dtype, k in [("fp16", 8), ("fp16", 16), ("fp32", 4), ("fp32", 8),
+                 ("i8", 16), ("i8", 32)]:
+    try:
+        codegen.dot(90, m=16, n=16, k=k, dtype=dtype)
+        out[f"{dtype}-{k}"] = "compiles"
+    except Exception:  # noqa: BLE001 - a refusal is the fact
+        out[f"{dtype}-{k}"] = "refused"
+for m in (16, 32, 64):
+    out[f"m{m}"] = codegen.dot_instruction(codegen.dot(90, m=m, n=64, k=16)["ptx"])
+json.dump(out, sys.stdout)
+"""
+
+
+def test_the_minimum_k_of_a_dot_depends_on_the_operand_width():
+    found = _compile(_DOT_SHAPES)
+    assert (found["fp16-8"], found["fp16-16"]) == ("refused", "compiles")
+    assert (found["fp32-4"], found["fp32-8"]) == ("refused", "compiles")
+    assert (found["i8-16"], found["i8-32"]) == ("refused", "compiles")
+    # on sm_90 wgmma needs 64 rows; a smaller tile gets mma.sync
+    assert found["m16"].startswith("mma.sync") and found["m32"].startswith("mma.sync")
+    assert found["m64"].startswith("wgmma")
+    text = _page("triton-series/tiled-gemm.md")
+    assert "reduction dimension must be at least 16" not in text
+    assert "16 for 16-bit types, 32 for 8-bit ones, 8 for float32" in text
+    assert "for tiles of 64 rows or more" in text
+
+
+def test_fp32_accumulation_is_not_claimed_free_on_every_gpu():
+    text = _page("triton-series/tiled-gemm.md")
+    assert "add in float32 at full speed" not in text
+    assert "GeForce RTX 30xx and 40xx" in text and "whitepapers" in text
+
+
+def test_the_matmul_launcher_has_no_tf32_switch_and_the_page_says_so():
+    import inspect
+
+    params = inspect.signature(load_snippet("matmul").matmul).parameters
+    assert not {"precision", "input_precision", "tf32"} & set(params)
+    text = _page("triton-series/tiled-gemm.md")
+    assert 'Pass `"tf32"` yourself' not in text
+    assert "`matmul()` has no switch for it" in text
+
+
+def test_grouping_is_judged_against_the_cublas_timed_beside_it():
+    text = _page("triton-series/tiled-gemm.md")
+    # a rate over another table's rate moves with the GPU's state between
+    # tables (cuBLAS itself differs between the two): no such claim stands
+    assert "value=vs:matmul_ungrouped" not in text
+    assert "clearest at the largest size" not in text and ">1.2" not in text
+    section = text[text.index("[[timings matmul_ungrouped]]") :]
+    section = section[: section.index("At 4096³ float16")]
+    assert "bench=matmul_ungrouped gpu=h100 value=ratio:cuBLAS" in section
+    assert "bench=matmul gpu=h100 value=ratio:cuBLAS" in section
+
+
+def test_no_step_gain_is_a_ratio_of_two_tables():
+    text = _page("triton-series/tiled-gemm.md")
+    for bench in ("matmul_tma", "matmul_tma_persistent", "matmul_tma_persistent_split"):
+        assert f"bench={bench} gpu=h100 value=vs:" not in text
+        assert f"bench={bench} gpu=h200 value=vs:" not in text
+
+
+# ------------------------------------------------------ prose versus method ---
+def _h200_is_single_round() -> bool:
+    data = json.loads(
+        (REPO_ROOT / "data" / "timings" / "nvidia-h200.json").read_text("utf-8")
+    )
+    rows = [r for b in data["benchmarks"].values() for r in b["rows"]]
+    return not any("rounds_ms" in res for r in rows for res in r["results"].values())
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["triton-series/vector-addition.md", "triton-series/softmax.md",
+     "triton-series/tiled-gemm.md", "reference/triton-at-a-glance.md"],
+)  # fmt: skip
+def test_pages_that_describe_the_timer_say_which_data_it_timed(path):
+    text = _page(path)
+    assert "launch path" in text
+    if _h200_is_single_round():
+        assert "single-round" in text, f"{path} must say the H200 data predates it"
+
+
+def test_old_readings_of_launch_bound_data_are_gone():
+    assert "dominated by launch overhead" not in _page(
+        "triton-series/vector-addition.md"
+    )
+    assert "far below cuBLAS, and erratic" not in _page("triton-series/tiled-gemm.md")
+    ref = _page("reference/triton-at-a-glance.md")
+    assert "each call including its allocation of the output" not in ref
+
+
+# ----------------------------------------------------------------- softmax ---
+@pytest.fixture(scope="module")
+def padded_softmax():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def row_softmax(x_ptr, out_ptr, n, PAD: tl.constexpr, BLOCK: tl.constexpr):
+        cols = tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + cols, mask=cols < n, other=PAD).to(tl.float32)
+        e = tl.exp(x - tl.max(x, axis=0))
+        tl.store(out_ptr + cols, e / tl.sum(e, axis=0), mask=cols < n)
+
+    def run(x, pad):
+        out = torch.empty_like(x)
+        row_softmax[(1,)](x, out, x.numel(), PAD=pad, BLOCK=8)
+        return out
+
+    return run
+
+
+def test_other_zero_breaks_positive_rows_too(padded_softmax):
+    x = torch.tensor([1.0, 2.0, 3.0], device=DEVICE)  # a row shorter than its block
+    want = torch.softmax(x.double(), 0).float()
+    torch.testing.assert_close(padded_softmax(x, float("-inf")), want)
+    wrong = padded_softmax(x, 0.0)
+    assert (wrong - want).abs().max() > 1e-2  # five padding lanes add e^(0-3) each
+    text = _page("triton-series/softmax.md")
+    assert "positive rows included" in text
+    assert "would get a wrong maximum from the padding" not in text
+
+
+def test_the_quarter_bound_is_stated_as_an_hbm_bound():
+    text = _page("triton-series/softmax.md")
+    assert "at best reach a quarter of the fused kernel's speed. It" not in text
+    assert "crossed the bus to the GPU's main memory (HBM)" in text
+    assert 'value="ratio:PyTorch unfused" is="<4"' in text  # checked by the build
+
+
+def test_the_online_softmax_second_pass_cannot_hit_l2():
+    mod = load_snippet("online_softmax")
+    data = json.loads(
+        (REPO_ROOT / "data" / "timings" / "nvidia-h100-80gb-hbm3.json").read_text(
+            "utf-8"
+        )
+    )
+    l2 = data["gpu"]["l2_bytes"]
+    for size in mod.BENCHMARK["sizes"]:
+        for dtype in mod.BENCHMARK["dtypes"]:
+            itemsize = torch.empty((), dtype=getattr(torch, dtype)).element_size()
+            assert size["n_rows"] * size["n_cols"] * itemsize > 2 * l2
+    text = _page("triton-series/online-softmax.md")
+    assert "second read may come partly from the L2 cache" not in text
+    assert "does not rescue its second read" in text
+
+
+# ----------------------------------------------------- series index: compiler ---
+_SPECIALISE_AND_AMD = r"""
+import json, re, sys
+import triton
+from triton._C.libtriton import native_specialize_impl
+from triton.backends.compiler import BaseBackend, GPUTarget
+from triton.compiler import ASTSource
+from triton_course import codegen
+
+out = {"kinds": {str(v): native_specialize_impl(BaseBackend, v, False, True, True)[0]
+                 for v in (1, 2, 16)}}
+sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32",
+       "M": "constexpr", "N": "constexpr", "K": "constexpr"}
+for name, target in (("hip", GPUTarget("hip", "gfx942", 64)),
+                     ("cuda", GPUTarget("cuda", 90, 32))):
+    src = ASTSource(fn=codegen._probes().dot_kernel, signature=sig,
+                    constexprs={(3,): 64, (4,): 64, (5,): 32})
+    k = triton.compile(src, target=target)
+    out[name] = {"layouts": sorted(set(re.findall(r"#ttg\.(\w+)<", k.asm["ttgir"]))),
+                 "stages": sorted(k.asm)}
+json.dump(out, sys.stdout)
+"""
+
+
+@pytest.fixture(scope="module")
+def specialise_and_amd():
+    return _compile(_SPECIALISE_AND_AMD)
+
+
+def test_an_integer_equal_to_one_is_specialised_as_a_constant(specialise_and_amd):
+    kinds = specialise_and_amd["kinds"]
+    assert kinds["1"] == "constexpr" and kinds["2"] != "constexpr"
+    assert "an integer equal to 1 becomes a constant" in _page("triton-series/index.md")
+
+
+def test_the_amd_back_end_builds_its_own_tritongpu_ir(specialise_and_amd):
+    amd, nvidia = specialise_and_amd["hip"], specialise_and_amd["cuda"]
+    assert "amd_mfma" in amd["layouts"] and "amd_mfma" not in nvidia["layouts"]
+    assert "nvidia_mma" in nvidia["layouts"]
+    assert "hsaco" in amd["stages"] and "ptx" not in amd["stages"]
+    text = _page("triton-series/index.md")
+    assert "the first three stages are shared" not in text
+    assert "`#ttg.amd_mfma`" in text
+
+
+def test_a_custom_op_around_a_launcher_compiles_under_the_interpreter():
+    if DEVICE != "cpu":
+        pytest.skip("this is a claim about the interpreter; the CPU suite checks it")
+    script = r"""
+import os, sys, json
+os.environ["TRITON_INTERPRET"] = "1"
+import torch
+from triton_course.snippet_modules import load_file
+va = load_file("snippets/vector_add.py")
+
+@torch.library.custom_op("series_claims::add", mutates_args=())
+def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return va.vector_add(x, y)
+
+@add.register_fake
+def _(x, y):
+    return torch.empty_like(x)
+
+x, y = torch.randn(1000), torch.randn(1000)
+out = torch.compile(add, fullgraph=True)(x, y)
+json.dump({"ok": bool(torch.equal(out, x + y))}, sys.stdout)
+"""
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.splitlines()[-1])["ok"]
+    text = _page("triton-series/index.md")
+    assert "`torch.compile` of a custom op needs a GPU" not in text
+    assert "`torch.library.custom_op` compiles" in text
+
+
+# ------------------------------------------------------------ installation ---
+def test_the_laptop_install_says_where_it_works_and_where_torch_comes_from():
+    pins = (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    torch_pin = re.search(r'"torch==([\d.]+)"', pins).group(1)
+    triton_pin = re.search(r'"triton==([\d.]+)"', pins).group(1)
+    text = _page("triton-series/index.md")
+    assert f"pip install torch=={torch_pin} --index-url " in text
+    assert "https://download.pytorch.org/whl/cpu" in text
+    assert f"`triton` {triton_pin}" in text
+    assert "no macOS or Windows" in text
+
+
+def test_no_page_says_every_pytorch_gpu_install_has_triton():
+    for path in (
+        "index.md",
+        "triton-series/index.md",
+        "reference/triton-at-a-glance.md",
+    ):
+        text = _page(path)
+        assert "every PyTorch GPU installation" not in text
+    ref = _page("reference/triton-at-a-glance.md")
+    assert "The Windows CUDA wheels carry none" in ref
+
+
+def test_the_reference_points_to_where_triton_op_and_autograd_are_shown():
+    softmax = _page("triton-series/softmax.md")
+    assert "triton_op" not in softmax and "autograd.Function" not in softmax
+    ref = _page("reference/triton-at-a-glance.md")
+    assert "the softmax tutorial show both" not in ref
+    target = DOCS / "gpu-architecture/03-custom-kernels/pytorch-integration.md"
+    shown = target.read_text(encoding="utf-8")
+    assert "triton_op" in shown and "autograd.Function" in shown
+    assert "03-custom-kernels/pytorch-integration.md" in ref
+
+
+# --------------------------------------------------------------- home page ---
+def test_the_home_page_lists_every_notebook_and_says_what_they_hold():
+    text = _page("index.md")
+    notebooks = sorted((DOCS / "notebooks").glob("*.ipynb"))
+    assert notebooks
+    for path in notebooks:
+        assert f"(notebooks/{path.name})" in text, f"{path.name} not on the home page"
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        first = next(c for c in cells if c["cell_type"] == "code")
+        source = "".join(first["source"])
+        assert "running on:" in source  # "the first cell of each prints the GPU"
+    # the old claim, made before any notebook had been run on a GPU
+    assert "stored with the outputs of a run on a GPU" not in text
+
+
+def test_the_home_page_does_not_claim_gpu_only_kernels_run_on_the_cpu():
+    text = _page("index.md")
+    assert "every kernel is tested on the CPU" not in text
+    assert "CUDA C++, Numba and CuPy versions" in text and "need a GPU" in text
+    assert "Triton has no macOS or Windows wheels" in text
