@@ -1,0 +1,216 @@
+"""Statements of lesson 03's pages, checked by compiling or running them.
+
+Compiler claims are compiled for the target in a process without the
+interpreter (as tests/test_compiler_claims.py does); behaviour claims run
+under the interpreter here (on a GPU machine, on the GPU).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+from conftest import DEVICE, REPO_ROOT
+
+CHAPTER = REPO_ROOT / "docs" / "gpu-architecture" / "03-custom-kernels"
+
+# --------------------------------------------- tensor cores for small tiles ---
+_DOT_SHAPES = [(1, 16, 16), (16, 16, 16), (32, 32, 16), (64, 64, 16), (16, 16, 8)]
+_PROBE = """
+import json
+from triton_course import codegen
+found = {}
+for arch in (80, 90):
+    for m, n, k in SHAPES:
+        key = f"{arch}:{m}x{n}x{k}"
+        try:
+            ptx = codegen.dot(arch, m, n, k)["ptx"]
+        except Exception as error:  # a shape tl.dot refuses
+            found[key] = "error: " + type(error).__name__
+            continue
+        found[key] = [w for w in ("wgmma", "mma.sync") if w in ptx] or ["none"]
+print(json.dumps(found))
+""".replace("SHAPES", repr(_DOT_SHAPES))
+
+
+@pytest.fixture(scope="module")
+def dots():
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE], cwd=REPO_ROOT, env=env,
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+@pytest.mark.parametrize("shape", ["1x16x16", "16x16x16", "32x32x16"])
+def test_small_float16_dots_still_use_the_tensor_cores(dots, arch, shape):
+    # profiling-debugging.md: a small block is no reason for FMA code; below
+    # 64 rows sm_90 uses mma.sync (the Ampere instruction), not wgmma
+    assert dots[f"{arch}:{shape}"] == ["mma.sync"]
+
+
+def test_wgmma_needs_64_rows_on_sm90(dots):
+    assert dots["90:64x64x16"] == ["wgmma"]
+    assert dots["80:64x64x16"] == ["mma.sync"]
+
+
+@pytest.mark.parametrize("arch", [80, 90])
+def test_k_below_the_float16_minimum_does_not_compile(dots, arch):
+    assert dots[f"{arch}:16x16x8"].startswith("error: CompilationError")
+
+
+def test_the_page_does_not_blame_the_block_size_for_missing_tensor_cores():
+    text = (CHAPTER / "profiling-debugging.md").read_text(encoding="utf-8")
+    assert "too small a block" not in text
+    assert "mma.sync" in text and "64 rows" in text
+
+
+# ---------------------------------------------- the transpose "Try it" tip ---
+@triton.jit
+def _untransposed_store_kernel(
+    x_ptr, out_ptr, n_rows, n_cols, stride_xr, stride_or,
+    USE_LOAD_MASK: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    # memory_access.py's tiled transpose with the tip applied: no tl.trans,
+    # the un-turned tile stored through transposed offsets
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+    tile = tl.load(x_ptr + rows[:, None] * stride_xr + cols[None, :], mask=mask)
+    offsets = rows[:, None] + cols[None, :] * stride_or
+    if USE_LOAD_MASK:  # the tile keeps the input's shape: so does its mask
+        tl.store(out_ptr + offsets, tile, mask=mask)
+    else:  # the tiled kernel's own store mask, written for the turned tile
+        out_mask = (cols[:, None] < n_cols) & (rows[None, :] < n_rows)
+        tl.store(out_ptr + offsets, tile, mask=out_mask)
+
+
+def _tip(use_load_mask):
+    x = torch.randn(100, 70, device=DEVICE)
+    out = torch.full((70, 100), float("nan"), device=DEVICE)
+    # a guard zone after out: a store that leaves out's bytes lands here
+    whole = torch.full((70 * 100 + 4096,), float("nan"), device=DEVICE)
+    out = whole[: 70 * 100].view(70, 100)
+    grid = (triton.cdiv(100, 32), triton.cdiv(70, 32))
+    _untransposed_store_kernel[grid](
+        x, out, 100, 70, x.stride(0), out.stride(0), use_load_mask, BLOCK=32
+    )
+    return x, out, whole[70 * 100 :]
+
+
+def test_the_tip_is_right_when_the_store_keeps_the_load_mask():
+    x, out, guard = _tip(use_load_mask=True)
+    assert torch.equal(out, x.t())
+    assert torch.isnan(guard).all()
+
+
+def test_the_tip_is_wrong_with_the_turned_tiles_store_mask():
+    # why the tip must say to change the mask: otherwise elements are lost
+    # and stores land outside the output (the interpreter's bounds check
+    # may stop it first)
+    try:
+        x, out, guard = _tip(use_load_mask=False)
+    except Exception as error:  # tests/bounds_check.py: an out-of-bounds store
+        assert "bound" in str(error).lower() or "range" in str(error).lower(), error
+        return
+    assert not torch.equal(out, x.t())
+
+
+def test_the_page_tip_changes_the_store_mask():
+    text = (CHAPTER / "memory-access.md").read_text(encoding="utf-8")
+    tip = text.split('!!! tip "Try it: where does the shuffle come from?"', 1)[1]
+    tip = tip.split("\n\n", 1)[0]
+    assert "mask" in tip and "rows[:, None] + cols[None, :] * stride_or" in tip
+
+
+# --------------------------------------------------- statements on the pages ---
+def _text(name):
+    return (CHAPTER / name).read_text(encoding="utf-8")
+
+
+def test_no_typed_comparison_with_cublas_remains():
+    # the old sentence typed which sizes cuBLAS "loses" at: newer data said
+    # otherwise; comparisons of measured numbers are directives or absent
+    assert not re.search(r"cuBLAS loses", _text("index.md"))
+
+
+def test_tensor_descriptors_are_said_to_compile_not_run_before_hopper():
+    text = _text("index.md")
+    assert "compile and run on every target" not in text
+    assert "test_compiler_claims.py" in text
+
+
+def test_the_ridge_point_is_called_the_courses_measured_ratio():
+    text = _text("matmul-autotuning.md")
+    i = text.index("[[ridge gpu=h100")
+    near = " ".join(text[i - 300 : i + 400].split())
+    assert (
+        "course measures" in near
+        and "measured by the GPU runner" in near
+        and "datasheet" in near
+    )
+
+
+def test_the_runners_record_of_autotuning_names_each_rows_field():
+    text = _text("matmul-autotuning.md")
+    assert "from `report()`" not in text
+    assert "`autotune`" in text
+
+
+def test_the_shared_config_list_pitfall_is_taught():
+    text = _text("matmul-autotuning.md") + _text("pytorch-integration.md")
+    assert "list(_CONFIGS)" in text or "own copy of the list" in text
+
+
+def test_the_fold_page_says_the_exact_path_is_chosen_per_row_band():
+    text = _text("fusion.md")
+    assert "the only error left is the GEMM" not in text
+    assert "band" in text
+
+
+def _captures(name):
+    """The text of capture ``name`` from every GPU's data file that has it."""
+    found = {}
+    for path in sorted((REPO_ROOT / "data" / "timings").glob("*.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        capture = doc.get("captures", {}).get(name)
+        if capture:
+            found[path.stem] = capture["text"]
+    return found
+
+
+def test_the_h100_capture_shows_the_fold_past_the_bound_well_below_1000():
+    # fusion.md reads this off the H100's accuracy capture
+    texts = _captures("layernorm_linear_fold_accuracy")
+    h100 = [text for gpu, text in texts.items() if "h100" in gpu]
+    assert h100, f"no H100 capture in data/timings: {sorted(texts)}"
+    for text in h100:
+        rows = [line.split() for line in text.splitlines()]
+        (row,) = [
+            r for r in rows if r[:1] == ["float16"] and "300" in r and "|mean|" in r
+        ]
+        pytorch, fold = float(row[-4]), float(row[-3])
+        assert fold > 1.5 * pytorch, row
+
+
+def test_the_fold_cells_of_the_notebook_skip_themselves_before_hopper():
+    # the fold's descriptors were compiled, never run, before sm_90: its
+    # notebook cells gate themselves like the TMA GEMM's
+    recipe = (REPO_ROOT / "notebooks" / "layernorm_linear.md").read_text("utf-8")
+    fold_part = recipe.split("## Folding LayerNorm into the weights", 1)[1]
+    cells = re.findall(r"```python\n(.*?)```", fold_part, re.S)
+    running = [c for c in cells if "layernorm_linear(" in c or "check(" in c]
+    assert len(running) == 2, running
+    assert "CAPABILITY >= (9, 0)" in fold_part
+    for cell in running:
+        assert "HOPPER" in cell, cell
