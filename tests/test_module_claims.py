@@ -181,7 +181,9 @@ def test_tensor_descriptors_are_not_said_to_miss_on_t4_or_ampere():
 def test_int8_dot_fails_to_compile_on_a_t4(facts):
     assert facts["int8"]["75"].startswith("error")
     assert facts["int8"]["80"] == "mma.sync"
-    row = next(line for line in L01.read_text().splitlines() if line.startswith("| int8"))
+    row = next(
+        line for line in L01.read_text().splitlines() if line.startswith("| int8")
+    )
     assert "fails to compile for sm_75" in row  # not "tensor cores from Turing"
 
 
@@ -268,7 +270,9 @@ def test_lesson_02_types_no_reading_of_the_target_rows():
 
 def test_no_directive_selects_the_dropped_16384_rows():
     for page in (L01, L02):
-        assert not re.search(r"bench=flash_attention_\w+[^\]]*n_ctx=16384", page.read_text())
+        assert not re.search(
+            r"bench=flash_attention_\w+[^\]]*n_ctx=16384", page.read_text()
+        )
 
 
 def test_exercise_1_uses_the_benchmarks_heads():
@@ -289,3 +293,15 @@ def test_lesson_04_shows_no_runner_configuration_as_lesson_code():
     shown = src.split("# --8<-- [start:ncu]")[1].split("# --8<-- [end:ncu]")[0]
     assert "NCU_METRICS = [" in shown  # what to collect is lesson material
     assert "CAPTURES" not in shown  # how the runner stores it is not
+
+
+def test_lesson_01_names_which_ceilings_it_measures():
+    # issue 27: "the fastest a kernel can move data and do arithmetic" was
+    # wrong twice: fp8 tensor cores peak above the bf16 probe, and data that
+    # stays in L2 moves faster than the DRAM copy
+    text = _text(L01)
+    assert "the fastest a kernel can" not in text
+    assert (
+        "dense bfloat16 tensor-core rate (fp8 tensor cores have a higher peak" in text
+    )
+    assert "(DRAM's bandwidth: data that stays in the 50 MB L2 moves faster" in text
