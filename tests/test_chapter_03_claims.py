@@ -214,3 +214,18 @@ def test_the_fold_cells_of_the_notebook_skip_themselves_before_hopper():
     assert "CAPABILITY >= (9, 0)" in fold_part
     for cell in running:
         assert "HOPPER" in cell, cell
+
+
+def test_the_pages_ncu_command_asks_for_what_the_runner_captures():
+    # profiling-debugging.md shows an ncu command, not the runner's _NCU
+    # dict; the two must ask for the same kernel and metrics
+    from conftest import load_snippet
+
+    ncu = load_snippet("softmax_autograd")._NCU
+    text = _text("profiling-debugging.md")
+    command = text.split("```bash\n", 1)[1].split("```", 1)[0]
+    command = command.replace("\\\n", "")
+    assert f"--kernel-name {ncu['kernel']}" in command
+    asked = re.search(r"--metrics (\S+)", command).group(1).split(",")
+    assert asked == ncu["metrics"]
+    assert " ".join(ncu["args"]) in command
