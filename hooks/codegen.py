@@ -61,28 +61,62 @@ def _kb(n: int) -> str:
     return f"{n / 1024:.0f} KB"
 
 
-def _support_cell(results: list[dict], limit: int) -> str:
-    """One kernel (all the configs it can launch with) on one architecture."""
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+# The matrix's marks, explained in a legend under every support table (a
+# touch reader sees no tooltip, so nothing is only in a title attribute).
+SUPPORT_LEGEND = (
+    ("✓", "every config the launcher or its autotuner can launch compiles and fits"),
+    ("k/n", "k of n configs fit; the autotuner skips the others on that GPU"),
+    (
+        "✗ N KB",
+        "does not fit: the smallest config needs N KB of shared memory, "
+        "more than the column's per-block limit",
+    ),  # fmt: skip
+    ("✗ compile", "does not compile (the errors are listed below)"),
+    ("refused", "the launcher refuses this GPU with a clear error"),
+    ("mma, wgmma", "the tensor-core instruction `tl.dot` becomes"),
+    ("FMA", "`tl.dot` on the CUDA cores, no tensor cores"),
+    (
+        "TMA",
+        "tensor descriptors use the Hopper copy engine "
+        "(elsewhere they become ordinary loads)",
+    ),  # fmt: skip
+    ("¹ ² …", "the tile a launcher that sizes its tiles to the GPU picks there"),
+)
+
+
+def _support_cell(results: list[dict], limit: int) -> tuple[str, str]:
+    """One kernel (all the configs it can launch with) on one architecture:
+    (short mark, CSS class) for the matrix; SUPPORT_LEGEND says what they mean."""
     if not results:  # the launcher raises a clear error there instead
-        return "refused by the launcher (below)"
+        return "refused", "no"
     fits = [r for r in results if r["status"] == "runs"]
     compiled = [r for r in results if r["status"] != "does not compile"]
     if not compiled:
-        return "does not compile"
+        return "✗ compile", "no"
     if not fits:
         need = min(r["shared"] for r in compiled)
-        return f"exceeds shared memory ({_kb(need)} > {_kb(limit)})"
-    words = ["runs" if len(fits) == len(results) else
-             f"{len(fits)} of {len(results)} configs fit"]  # fmt: skip
-    dots = {r["dot"] for r in fits if "dot" in r}
-    words += sorted("tensor cores: " + d if d != "FMA" else "FMA, no tensor cores"
-                    for d in dots)  # fmt: skip
+        return f"✗ {_kb(need)}", "no"
+    words = ["✓" if len(fits) == len(results) else f"{len(fits)}/{len(results)}"]
+    words += sorted({r["dot"] for r in fits if "dot" in r})
     if any(r.get("tma") for r in fits):
         words.append("TMA")
-    return " · ".join(words)
+    return " ".join(words), "yes" if len(fits) == len(results) else "some"
+
+
+def _esc(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _md_code(text: str) -> str:
+    """`name` in a legend entry as HTML (the table is raw HTML, not Markdown)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", _esc(text))
 
 
 def render_support(snippets: list[str], root: Path) -> str:
+    """A compact matrix: one row per kernel (and launch group), one column per
+    GPU generation, a short mark per cell and a legend under it."""
     path = root / "data" / "support.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -99,19 +133,61 @@ def render_support(snippets: list[str], root: Path) -> str:
     missing = set(snippets) - {k[0] for k in groups}
     if missing:
         raise ValueError(f"[[support]]: no launches recorded for {sorted(missing)}")
-    head = ["kernel", *(f"{a} ({data['gpus'][a]})" for a in archs)]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    head = "".join(
+        f'<th scope="col">{a}<br><small>{_esc(data["gpus"][a])}<br>'
+        f"{_kb(data['shared_limit'][a])}</small></th>"
+        for a in archs
+    )
+    picks: dict[str, int] = {}  # config -> footnote number, in order of first use
+    body = []
     for (_, kernel, group), rows in groups.items():
-        label = f"`{kernel}`" + (f", {group}" if group else "")
+        label = f"<code>{_esc(kernel)}</code>"
+        if group:
+            label += f"<br><small>{_esc(group)}</small>"
         cells = []
         for a in archs:
             here = [r for r in rows if _launched_on(r, a)]
-            cell = _support_cell([r["archs"][a] for r in here], data["shared_limit"][a])
+            mark, cls = _support_cell(
+                [r["archs"][a] for r in here], data["shared_limit"][a]
+            )
             if len(here) == 1 and here[0]["launched_on"] is not None:
-                # a launcher that sizes its tiles to the GPU: what it picks there
-                cell += f" · picks {here[0]['config']}"
-            cells.append(cell)
-        lines.append("| " + " | ".join([label, *cells]) + " |")
+                number = picks.setdefault(here[0]["config"], len(picks) + 1)
+                mark += str(number).translate(_SUPERSCRIPT)
+            cells.append(f'<td class="{cls}">{_esc(mark)}</td>')
+        body.append(f'<tr><th scope="row">{label}</th>{"".join(cells)}</tr>')
+    shown = " ".join(re.findall(r'<td class="\w+">([^<]*)</td>', "".join(body)))
+    used = {  # a legend of the marks this table uses, not of every mark
+        "✓": "✓" in shown,
+        "k/n": re.search(r"\d/\d", shown) is not None,
+        "✗ N KB": " KB" in shown,
+        "✗ compile": "✗ compile" in shown,
+        "refused": "refused" in shown,
+        "mma, wgmma": "mma" in shown,
+        "FMA": "FMA" in shown,
+        "TMA": "TMA" in shown,
+        "¹ ² …": bool(picks),
+    }
+    legend = " · ".join(
+        f"<b>{_esc(mark)}</b> {_md_code(text)}"
+        for mark, text in SUPPORT_LEGEND
+        if used[mark]
+    )
+    lines = [
+        '<div class="course-support" markdown="0"><table>'
+        f'<thead><tr><th scope="col">kernel</th>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+        f'<p class="course-support-legend">{legend}</p></div>',
+    ]
+    if picks:
+        lines += [
+            "",
+            "*Tiles picked: "
+            + "; ".join(
+                f"{str(n).translate(_SUPERSCRIPT)} {config}"
+                for config, n in picks.items()
+            )
+            + ".*",
+        ]
     failures = sorted(
         {r["archs"][a]["detail"] for rows in groups.values() for r in rows
          for a in archs if _launched_on(r, a)
@@ -122,12 +198,8 @@ def render_support(snippets: list[str], root: Path) -> str:
         f"*Compiled with triton {data['triton']} for each target on a machine "
         f"without a GPU (`{data['written_by']}`), at every config the launcher "
         "or its autotuner can launch with on that GPU (a launcher that sizes "
-        "its tiles to the GPU is asked as each one), and each config's shared memory "
-        "compared with the target's per-block limit ("
-        + ", ".join(f"{a}: {_kb(b)}" for a, b in data["shared_limit"].items())
-        + '). "k of n configs fit": the autotuner skips the others on that '
-        "GPU. FMA: `tl.dot` on the CUDA cores. TMA: the Hopper copy engine; "
-        "elsewhere tensor descriptors become ordinary loads. "
+        "its tiles to the GPU is asked as each one), and each config's shared "
+        "memory compared with the target's per-block limit (under each column). "
         f"[The test]({_SUPPORT_TEST}) recompiles it in every CI run.*",
     ]
     if failures:
@@ -135,7 +207,9 @@ def render_support(snippets: list[str], root: Path) -> str:
     refused: dict[tuple, list[str]] = {}  # (dtype, message) -> archs
     for r in data.get("refusals", []):
         if r["snippet"] in snippets:
-            refused.setdefault((r["dtype"], r["message"]), []).append(r["arch"])
+            where = refused.setdefault((r["dtype"], r["message"]), [])
+            if r["arch"] not in where:  # a refusal is recorded per launch group
+                where.append(r["arch"])
     for (dtype, message), where in refused.items():
         lines += ["", f"*The launcher refuses {dtype} on {', '.join(where)}: "
                       f"“{message}”*"]  # fmt: skip
