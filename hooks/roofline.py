@@ -51,9 +51,12 @@ _DIRECTIVE_RE = re.compile(r"^\[\[roofline((?:\s+[^\]]*)?)\]\]\s*$")
 _RIDGE_RE = re.compile(r"\[\[ridge\s+([^\]]+)\]\]")
 RIDGE_ALLOWANCE = 0.10  # how far a re-run may move the two ceilings' ratio
 
-# Plot geometry, in SVG user units.
+# Plot geometry, in SVG user units: one drawing for the page's column and
+# one for a phone, drawn at about 1:1 so its 12-unit text stays readable
+# (CSS shows one; the phone's used to be the wide one, scrolled sideways).
 WIDTH, HEIGHT = 640, 400
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 48
+NARROW_WIDTH, NARROW_HEIGHT = 350, 320
 
 _state: dict = {}
 
@@ -189,7 +192,15 @@ def attainable(intensity: float, bandwidth_gbs, peak_tflops) -> float | None:
     return min(limits) if limits else None
 
 
-def render_svg(points: list, bandwidth_gbs, peak_tflops, label: str) -> str:
+def render_svg(
+    points: list,
+    bandwidth_gbs,
+    peak_tflops,
+    label: str,
+    width: int = WIDTH,
+    height: int = HEIGHT,
+    cls: str = "wide",
+) -> str:
     ridge = (
         peak_tflops / (bandwidth_gbs / 1e3) if bandwidth_gbs and peak_tflops else None
     )
@@ -203,7 +214,7 @@ def render_svg(points: list, bandwidth_gbs, peak_tflops, label: str) -> str:
     if bandwidth_gbs:
         ys.append(bandwidth_gbs * 10.0**x0 / 1e3)
     y0, y1 = _decades(min(ys) / 2, max(ys) * 2)
-    pw, ph = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    pw, ph = width - LEFT - RIGHT, height - TOP - BOTTOM
 
     def sx(x):
         return LEFT + (math.log10(x) - x0) / (x1 - x0) * pw
@@ -213,20 +224,26 @@ def render_svg(points: list, bandwidth_gbs, peak_tflops, label: str) -> str:
         return TOP + ph - (math.log10(y) - y0) / (y1 - y0) * ph
 
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'width="100%" class="course-plot-svg {cls}" '
         f'role="img" aria-label="{html.escape(label)}" font-size="12" '
         'font-family="sans-serif">',
         f'<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" '
         'stroke="currentColor" stroke-opacity="0.5"/>',
     ]
+    # a tick label needs about 40 units: label every decade that fits
+    step = max(1, math.ceil(40 / (pw / max(1, x1 - x0))))
     for e in range(x0, x1 + 1):
         x = sx(10.0**e)
         out.append(
             f'<line x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{TOP + ph}" '
             'stroke="currentColor" stroke-opacity="0.15"/>'
-            f'<text x="{x:.1f}" y="{TOP + ph + 16}" text-anchor="middle" '
-            f'fill="currentColor">{_tick_label(e)}</text>'
         )
+        if (e - x0) % step == 0:
+            out.append(
+                f'<text x="{x:.1f}" y="{TOP + ph + 16}" text-anchor="middle" '
+                f'fill="currentColor">{_tick_label(e)}</text>'
+            )
     for e in range(y0, y1 + 1):
         y = sy(10.0**e)
         out.append(
@@ -236,7 +253,7 @@ def render_svg(points: list, bandwidth_gbs, peak_tflops, label: str) -> str:
             f'fill="currentColor">{_tick_label(e)}</text>'
         )
     out.append(
-        f'<text x="{LEFT + pw / 2}" y="{HEIGHT - 8}" text-anchor="middle" '
+        f'<text x="{LEFT + pw / 2}" y="{height - 8}" text-anchor="middle" '
         'fill="currentColor">arithmetic intensity (FLOP/byte)</text>'
         f'<text transform="translate(16 {TOP + ph / 2}) rotate(-90)" '
         'text-anchor="middle" fill="currentColor">TFLOP/s</text>'
@@ -303,7 +320,9 @@ def render_roofline(text: str, gpus: list) -> str:
     if not points and bandwidth is None and peak is None:
         return f'!!! info "Roofline: not yet measured on {g.label}"\n'
     label = f"Roofline of {g.label}"
-    svg = render_svg(points, bandwidth, peak, label)
+    svg = render_svg(points, bandwidth, peak, label) + render_svg(
+        points, bandwidth, peak, label, NARROW_WIDTH, NARROW_HEIGHT, "narrow"
+    )
     names = {b["metric"]: b["roofline"].get("name") for b in g.benchmarks.values()}
     roofs = []
     if bandwidth:
@@ -340,12 +359,72 @@ def render_roofline(text: str, gpus: list) -> str:
                 f"| {_fmt(p['intensity'])} | {_fmt(p['tflops'])} | {pct} |"
             )
         lines.append("")
-    if left_out:
+    against = [(n, r) for n, r in left_out if r in _ONE_COUNT]
+    others = [(n, r) for n, r in left_out if r not in _ONE_COUNT]
+    if against:
+        lines += [against_ceiling(against, g.benchmarks), ""]
+    if others:
         lines.append("Not placed on the plot:")
         lines.append("")
-        lines += [f"- `{name}`: {reason}" for name, reason in left_out]
+        lines += [f"- `{name}`: {reason}" for name, reason in others]
         lines.append("")
     return "\n".join(lines)
+
+
+# A benchmark whose data gives one of the two counts: off the roofline, but
+# its rate still has a ceiling, the one its own table measures it against.
+_ONE_COUNT = {
+    "no FLOP count recorded": "bytes only",
+    "no byte count recorded": "FLOPs only",
+}
+
+
+def against_ceiling(left_out: list, bench_map: dict) -> str:
+    """The benchmarks the roofline cannot place (their data records bytes or
+    FLOPs, not both), each at its largest size against the one ceiling its
+    table measures it by: a bar per benchmark, so none is only a name."""
+    rows = []
+    for name, reason in left_out:
+        bench = bench_map[name]
+        row = max(bench["rows"], key=lambda r: r["work"])
+        result = row["results"].get("Triton")
+        if result is None:
+            continue
+        roof = bench["roofline"]
+        pct = 100.0 * result["rate"] / roof["value"]
+        rate = f"{_fmt(result['rate'])} {roof['unit']}"
+        rows.append((roof["name"], -pct, name, rate, _ONE_COUNT[reason], pct))
+    rows.sort(key=lambda r: (r[0], r[1]))
+    counts = {k: sum(r[4] == k for r in rows) for k in ("bytes only", "FLOPs only")}
+    what = {
+        "bytes only": "only the bytes a call moves (measured against a copy bandwidth)",
+        "FLOPs only": "only its FLOPs (measured against the matmul rate)",
+    }
+    parts = [
+        f"{n} benchmark{'s' if n > 1 else ''} whose data records {what[k]}"
+        for k, n in counts.items()
+        if n
+    ]
+    out = [
+        "<p>Not on the roofline, because a point needs both counts: "
+        + " and ".join(parts)
+        + ". Each is shown here at its largest size against the one ceiling "
+        "its own table measures it by.</p>",
+        '<div class="course-ceiling"><table><thead><tr><th>Kernel</th>'
+        "<th>data records</th><th>ceiling</th><th>Triton's rate, % of the ceiling"
+        "</th></tr></thead><tbody>",
+    ]
+    for ceiling, _, name, rate, kind, pct in rows:
+        out.append(
+            f"<tr><td><code>{html.escape(name)}</code></td><td>{kind}</td>"
+            f"<td>{html.escape(ceiling)}</td>"
+            '<td class="bar"><span class="track">'
+            f'<span style="width:{min(pct, 100):.0f}%"></span></span>'
+            f"{pct:.0f} % <small>({html.escape(rate)})</small>"
+            "</td></tr>"
+        )
+    out.append("</tbody></table></div>")
+    return "".join(out)
 
 
 def render_ridge(text: str, gpus: list) -> str:

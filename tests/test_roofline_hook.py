@@ -104,14 +104,40 @@ def test_render_draws_roof_ridge_and_every_point(gpus):
     # the table: one row per point, with the percentage of the roof it reaches
     assert re.search(r"\| 1 \| `add_like`: Add / like \| n=1000 .* \| 50 % \|", text)
     assert re.search(r"\| 2 \| `gemm_like`: .* \| 1 000 \| 250 \| 50 % \|", text)
-    assert "- `copy_like`: no FLOP count recorded" in text
+    # a benchmark with a rate but no FLOP count is not only a name in a
+    # list: it is shown against its own ceiling, 1000 of 2000 GB/s
+    ceiling = text[text.find('<div class="course-ceiling">') :]
+    assert re.search(
+        r"<code>copy_like</code></td><td>bytes only</td><td>copy bandwidth</td>"
+        r'<td class="bar"><span class="track"><span style="width:50%"></span></span>'
+        r"50 % "
+        r"<small>\(1 000 GB/s\)</small>",
+        ceiling,
+    )
+    assert "1 benchmark whose data records only the bytes" in text
+    assert "`copy_like`: no FLOP count" not in text
+    assert "- `zero_like`: does no arithmetic (intensity 0)" in text
     # the SVG must stay one HTML block: a blank line would end it early
     assert "\n\n" not in svg
 
 
+def test_the_roofline_is_drawn_for_the_column_and_for_a_phone(gpus):
+    text = hook.render_roofline(" gpu=h100", gpus)
+    wide, narrow = re.findall(r"<svg.*?</svg>", text)
+    assert 'class="course-plot-svg wide"' in wide and 'width="100%"' in wide
+    assert f'viewBox="0 0 {hook.NARROW_WIDTH} {hook.NARROW_HEIGHT}"' in narrow
+    assert 'class="course-plot-svg narrow"' in narrow
+    assert wide.count("<circle") == narrow.count("<circle") == 2
+    # every point of the phone's drawing inside its plot area
+    for cx, cy in re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)"', narrow):
+        assert hook.LEFT <= float(cx) <= hook.NARROW_WIDTH - hook.RIGHT
+        assert hook.TOP <= float(cy) <= hook.NARROW_HEIGHT - hook.BOTTOM
+
+
 def test_points_sit_on_the_plot(gpus):
     text = hook.render_roofline(" gpu=h100", gpus)
-    for cx, cy in re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)"', text):
+    wide = re.search(r"<svg.*?</svg>", text).group(0)
+    for cx, cy in re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)"', wide):
         assert hook.LEFT <= float(cx) <= hook.WIDTH - hook.RIGHT
         assert hook.TOP <= float(cy) <= hook.HEIGHT - hook.BOTTOM
 
@@ -125,7 +151,7 @@ def test_no_data_for_the_gpu_says_not_yet_measured(gpus):
 
 def test_unknown_benchmark_is_listed_not_fatal(gpus):
     text = hook.render_roofline(" gpu=h100 bench=gemm_like,nope", gpus)
-    assert text.count("<circle") == 1
+    assert text.count("<circle") == 2  # one point, drawn twice (column, phone)
     assert "- `nope`: not measured on this GPU" in text
 
 
@@ -151,7 +177,7 @@ def test_directive_is_replaced_outside_code_fences_only(gpus):
     hook._state["gpus"] = gpus
     page = "# T\n\n[[roofline gpu=h100]]\n\n```text\n[[roofline gpu=h100]]\n```\n"
     out = hook.on_page_markdown(page, _Page, {}, None)
-    assert out.count("<svg") == 1
+    assert out.count("<svg") == 2  # one directive: the column's and a phone's
     assert "```text\n[[roofline gpu=h100]]\n```" in out
 
 
