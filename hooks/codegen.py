@@ -173,7 +173,7 @@ def render_support(snippets: list[str], root: Path) -> str:
         if used[mark]
     )
     lines = [
-        '<div class="course-support" markdown="0"><table>'
+        '<div class="course-support" markdown="0"><table class="course-support-table">'
         f'<thead><tr><th scope="col">kernel</th>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>"
         f'<p class="course-support-legend">{legend}</p></div>',

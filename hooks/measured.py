@@ -85,6 +85,7 @@ if str(REPO_ROOT) not in sys.path:  # the hooks must work without an install
     sys.path.insert(0, str(REPO_ROOT))
 
 from hooks._directives import rewrite_directives  # noqa: E402
+from hooks._site_fixes import fix_skip_link, portable_404  # noqa: E402
 from triton_course import timings as T  # noqa: E402
 from triton_course.runner import plots as P  # noqa: E402
 
@@ -1110,7 +1111,14 @@ def _defer(fragment: str) -> str:
 
 
 def on_post_page(output, page, config):
-    return _DEFERRED_RE.sub(lambda m: _state["deferred"][int(m.group(2))], output)
+    output = _DEFERRED_RE.sub(lambda m: _state["deferred"][int(m.group(2))], output)
+    return fix_skip_link(output)
+
+
+def on_post_template(output, template_name, config):
+    if template_name == "404.html":
+        return portable_404(output, config.get("site_url"))
+    return output
 
 
 def on_post_build(config):

@@ -410,7 +410,8 @@ def against_ceiling(left_out: list, bench_map: dict) -> str:
         + " and ".join(parts)
         + ". Each is shown here at its largest size against the one ceiling "
         "its own table measures it by.</p>",
-        '<div class="course-ceiling"><table><thead><tr><th>Kernel</th>'
+        '<div class="course-ceiling"><table class="course-ceiling-table">'
+        "<thead><tr><th>Kernel</th>"
         "<th>data records</th><th>ceiling</th><th>Triton's rate, % of the ceiling"
         "</th></tr></thead><tbody>",
     ]

@@ -325,3 +325,196 @@ def test_data_downloads_are_published_beside_the_tables(page, built_site):
         response = page.request.get(href)
         assert response.ok, href
         assert len(response.body()) > 100, href
+
+
+# ------------------------------------------- rendering that cannot break (#26) ---
+def _open_in_scheme(page, url, scheme):
+    """Load a page as a reader whose system asks for that scheme: Material
+    picks the palette on load, so no colour is caught mid-transition."""
+    page.emulate_media(color_scheme="dark" if scheme == "slate" else "light")
+    page.goto(url)
+    page.evaluate("localStorage.clear()")  # a palette an earlier page saved
+    page.reload()
+    got = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+    assert got == scheme, (url, got)
+
+
+_BACKGROUND_JS = """el => {
+  const rgb = s => s.match(/\\d+(\\.\\d+)?/g).slice(0, 4).map(Number);
+  for (let e = el; e; e = e.parentElement) {
+    const c = rgb(getComputedStyle(e).backgroundColor);
+    if (c.length < 4 || c[3] > 0) return c.slice(0, 3);
+  }
+  return rgb(getComputedStyle(document.body).backgroundColor).slice(0, 3);
+}"""
+
+# The pixels of a screenshot, read in the page (no image library needed):
+# the colour most of them have (the background) and the one that differs
+# from it most (the ink).
+_INK_JS = """async png => {
+  const img = new Image();
+  img.src = 'data:image/png;base64,' + png;
+  await img.decode();
+  const c = document.createElement('canvas');
+  c.width = img.width; c.height = img.height;
+  const ctx = c.getContext('2d');
+  ctx.drawImage(img, 0, 0);
+  const d = ctx.getImageData(0, 0, c.width, c.height).data;
+  const count = new Map();
+  for (let i = 0; i < d.length; i += 4) {
+    const k = d[i] + ',' + d[i + 1] + ',' + d[i + 2];
+    count.set(k, (count.get(k) || 0) + 1);
+  }
+  const sorted = [...count.entries()].sort((a, b) => b[1] - a[1]);
+  return sorted.slice(0, 400).map(([k, n]) => [k.split(',').map(Number), n]);
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["default", "slate"])
+def test_download_button_and_figures_pass_wcag_aa_in_both_schemes(page, scheme):
+    import base64
+
+    page.set_viewport_size({"width": 1400, "height": 900})
+    _open_in_scheme(page, "triton-series/tiled-gemm/", scheme)
+    button = page.locator("a.notebook-download").first
+    color = page.evaluate(
+        "el => getComputedStyle(el).color.match(/\\d+/g).slice(0, 3).map(Number)",
+        button.element_handle(),
+    )
+    background = page.evaluate(_BACKGROUND_JS, button.element_handle())
+    ratio = _contrast(color, background)
+    assert ratio >= 4.5, f"'Download the notebook' {ratio:.2f}:1 in {scheme}"
+    figures = page.locator("img[src*='assets/figures/']")
+    assert figures.count() >= 1
+    for i in range(figures.count()):
+        figure = figures.nth(i)
+        figure.scroll_into_view_if_needed()
+        png = base64.b64encode(figure.screenshot()).decode()
+        colours = page.evaluate(_INK_JS, png)
+        page_bg = page.evaluate(_BACKGROUND_JS, figure.element_handle())
+        # the figure's text and lines: the colours covering at least 0.5 % of
+        # it that differ most from the page; they must read against it
+        total = sum(n for _, n in colours)
+        inks = [rgb for rgb, n in colours if n >= total * 0.005]
+        best = max(_contrast(rgb, page_bg) for rgb in inks)
+        src = figure.get_attribute("src")
+        assert best >= 4.5, f"{src}: ink {best:.2f}:1 on the page in {scheme}"
+
+
+def test_code_written_to_88_columns_never_scrolls_at_1400px(page, built_site):
+    # the snippets are written to 88 columns; captured tool output (ncu
+    # tables, generated code) may be wider and scrolls in its own box
+    page.set_viewport_size({"width": 1400, "height": 900})
+    site, checked, scrolling = built_site[0], 0, []
+    for html in sorted(site.rglob("index.html")):
+        url = html.parent.relative_to(site).as_posix()
+        page.goto("" if url == "." else url + "/")
+        blocks = page.evaluate(
+            """() => [...document.querySelectorAll('.md-content pre > code')]
+              .filter(c => c.getClientRects().length)
+              .map(c => ({cols: Math.max(...c.innerText.split('\\n')
+                                          .map(l => l.length)),
+                          scroll: c.scrollWidth - c.clientWidth,
+                          head: c.innerText.slice(0, 60)}))"""
+        )
+        for b in blocks:
+            if b["cols"] <= 88:
+                checked += 1
+                if b["scroll"] > 1:
+                    scrolling.append(f"{url}: {b['cols']} columns: {b['head']!r}")
+    assert checked >= 50, checked
+    assert not scrolling, "\n".join(scrolling[:20])
+
+
+def test_support_matrix_fits_the_column_with_names_whole(page, built_site):
+    page.set_viewport_size({"width": 1400, "height": 900})
+    site = built_site[0]
+    pages = sorted(
+        html.parent.relative_to(site).as_posix() + "/"
+        for html in site.rglob("index.html")
+        if 'class="course-support"' in html.read_text(encoding="utf-8")
+    )
+    assert len(pages) >= 5, pages
+    for url in pages:
+        page.goto(url)
+        for t in page.evaluate(
+            """() => [...document.querySelectorAll('.course-support table')]
+              .filter(t => t.getClientRects().length).map(t => ({
+                width: t.getBoundingClientRect().width,
+                column: document.querySelector('.md-content__inner').clientWidth,
+                broken: [...t.querySelectorAll('code')]
+                  .filter(c => c.getClientRects().length > 1).length,
+                legend: !!t.parentElement.querySelector('.course-support-legend'),
+              }))"""
+        ):
+            assert t["width"] <= t["column"] + 1, f"{url}: {t}"
+            assert t["broken"] == 0, f"{url}: a kernel name breaks: {t}"
+            assert t["legend"], url
+
+
+def test_the_roofline_fits_a_phone(page):
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("gpu-architecture/01-gpu-architecture/")
+    plots = page.evaluate(
+        """() => [...document.querySelectorAll('.course-plot.roofline svg')]
+          .filter(s => s.getClientRects().length).map(s => {
+            const width = s.getBoundingClientRect().width;
+            return {cls: s.getAttribute('class'), width,
+                    scale: width / s.viewBox.baseVal.width,
+                    box: s.parentElement.clientWidth};
+          })"""
+    )
+    assert plots
+    for plot in plots:
+        assert "narrow" in plot["cls"], plot
+        assert 12 * plot["scale"] >= 10, plot  # its 12-unit text, in px
+        assert plot["width"] <= plot["box"] + 1, plot
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_the_404_page_is_styled_and_its_links_work_served_at_the_root(
+    browser, built_site
+):
+    # served at / (not under /triton-course/), with 404.html for a missing
+    # path, as GitHub Pages does
+    site = built_site[0]
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def send_error(self, code, message=None, explain=None):
+            if code != 404:
+                return super().send_error(code, message, explain)
+            body = (site / "404.html").read_bytes()
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Handler, directory=str(site))
+    )
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    root = f"http://127.0.0.1:{httpd.server_address[1]}/"
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        response = page.goto(root + "no/such/lesson/")
+        assert response.status == 404
+        assert "Page not found" in page.locator("h1").first.inner_text()
+        # styled: Material's stylesheet laid the header out
+        position = page.evaluate(
+            "getComputedStyle(document.querySelector('.md-header')).position"
+        )
+        assert position == "sticky"
+        links = page.eval_on_selector_all(
+            ".md-content a[href], .md-nav a[href]", "els => els.map(e => e.href)"
+        )
+        assert len(links) >= 4
+        for href in {h.split("#")[0] for h in links if h.startswith(root)}:
+            assert page.request.get(href).ok, href
+    finally:
+        context.close()
+        httpd.shutdown()
