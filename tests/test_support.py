@@ -8,6 +8,7 @@ pytest_collection_finish); the first test waits for it.
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -172,21 +173,28 @@ def test_every_snippet_with_kernels_has_its_table_on_a_page():
     assert shown == set(support.PLANS)
 
 
+def _cells(md: str, kernel: str, group: str) -> list[str]:
+    """The cells (text, one per GPU) of one row of the rendered HTML matrix."""
+    head = f"<code>{kernel}</code><br><small>{group}</small></th>"
+    row = next(tr for tr in re.findall(r"<tr>.*?</tr>", md) if head in tr)
+    return [re.sub(r"<[^>]+>", "", td) for td in re.findall(r"<td[^>]*>.*?</td>", row)]
+
+
 def test_the_page_table_counts_configs_and_names_the_limit(tmp_path):
     sys.path.insert(0, str(REPO_ROOT))
     from hooks import codegen as hook
 
     md = hook.render_support(["matmul.py"], REPO_ROOT)
-    row = next(
-        ln for ln in md.splitlines() if ln.startswith("| `matmul_kernel`, float32")
-    )
+    cells = _cells(md, "matmul_kernel", "float32")
     fits = [
         sum(r["archs"][a]["status"] == "runs" for r in STORED["rows"]
             if r["kernel"] == "matmul_kernel" and r["group"] == "float32")
         for a in STORED["shared_limit"]
     ]  # fmt: skip
-    for cell, n in zip(row.split(" | ")[1:], fits, strict=True):
-        assert (f"{n} of 7 configs fit" in cell) or (n == 7 and cell.startswith("runs"))
+    for cell, n in zip(cells, fits, strict=True):
+        assert cell.startswith(f"{n}/7 ") or (n == 7 and cell.startswith("✓")), cell
+    for arch, limit in STORED["shared_limit"].items():  # each column names its limit
+        assert f"{arch}<br><small>" in md and f"{limit // 1024} KB</small>" in md
     with pytest.raises(ValueError, match="no launches recorded"):
         hook.render_support(["no_such_snippet.py"], REPO_ROOT)
     broken = tmp_path / "data"
@@ -252,13 +260,13 @@ def test_the_page_says_which_tiles_a_sizing_launcher_picks_on_each_gpu():
     from hooks import codegen as hook
 
     md = hook.render_support(["flash_attention.py"], REPO_ROOT)
-    row = next(
-        ln
-        for ln in md.splitlines()
-        if ln.startswith("| `_attention_fwd_kernel`, float16, head_dim 128")
-    )
-    cells = dict(zip(STORED["shared_limit"], row.split(" | ")[1:], strict=True))
-    assert "picks BLOCK_M=128, BLOCK_N=128, 8 warps, 3 stages" in cells["sm_90"]
-    assert "picks BLOCK_M=128, BLOCK_N=64, 8 warps, 2 stages" in cells["sm_86"]
-    assert "picks BLOCK_M=64, BLOCK_N=32" in cells["sm_75"]
-    assert "refused by the launcher" in md  # fp8 e4m3 before sm_89
+    cells = _cells(md, "_attention_fwd_kernel", "float16, head_dim 128")
+    cells = dict(zip(STORED["shared_limit"], cells, strict=True))
+    # each cell ends in a note mark; the notes under the table name the tiles
+    notes = dict(re.findall(r"([¹²³⁴⁵⁶⁷⁸⁹]+) ([^;*]+)", md.split("Tiles picked:")[1]))
+    picked = {arch: notes[re.search(r"[¹²³⁴⁵⁶⁷⁸⁹]+$", c).group()].strip()
+              for arch, c in cells.items()}  # fmt: skip
+    assert picked["sm_90"] == "BLOCK_M=128, BLOCK_N=128, 8 warps, 3 stages"
+    assert picked["sm_86"] == "BLOCK_M=128, BLOCK_N=64, 8 warps, 2 stages"
+    assert picked["sm_75"].startswith("BLOCK_M=64, BLOCK_N=32")
+    assert "refused" in md  # fp8 e4m3 before sm_89
