@@ -199,8 +199,20 @@ _TABS_JS = """() => {
       })(),
       plot_before_table: !!plot &&
         (plot.compareDocumentPosition(table) & Node.DOCUMENT_POSITION_FOLLOWING) > 0,
-      points: plot ? plot.querySelectorAll(
-        '.panel:not(.ratio) .series[data-peer="Triton"] .point').length : 0,
+      // one plot is shown (the ratio where the page judges a ratio), the
+      // other is in the collapsed block: every row is on the rate plot
+      points: (() => {
+        if (!plot) return 0;
+        const layout = plot.classList.contains('narrow') ? 'narrow' : 'wide';
+        const rate = plot.querySelector('.panel:not(.ratio)') ? plot :
+          [...block.querySelectorAll(':scope details .course-plot svg')]
+            .find(s => s.classList.contains(layout) &&
+                       s.querySelector('.panel:not(.ratio)'));
+        const ratioShown = plot.querySelectorAll('.panel.ratio .point').length;
+        if (plot !== rate && ratioShown === 0) return 0;
+        return rate ? rate.querySelectorAll(
+          '.panel:not(.ratio) .series[data-peer="Triton"] .point').length : 0;
+      })(),
       rows: (() => {  // rows with a Triton rate
         const i = [...table.querySelectorAll('thead th')]
           .findIndex(th => th.innerText.startsWith('Triton'));
