@@ -9,8 +9,10 @@ It becomes an inline SVG (log-log: arithmetic intensity in FLOP/byte against
 TFLOP/s) with the GPU's two ceilings, both measured by the GPU runner in the
 same run as the kernels: the copy bandwidth (the ``roofline`` of bandwidth
 benchmarks, GB/s) and the large-matmul rate (the ``roofline`` of compute
-benchmarks, TFLOP/s). Below it, a table of the points and a list of the
-benchmarks that could not be placed, with the reason.
+benchmarks, TFLOP/s). Below it, a table of the points; then every benchmark
+that records only one of the two counts, as a bar of its rate against the
+one ceiling its own table uses; then any left out for another reason. The
+SVG is drawn twice, for the column and for a phone (CSS shows one).
 
 Each benchmark is placed by its Triton result on the row that moves the most
 work (``rows=all`` places every row). A point needs a FLOP count and a byte
