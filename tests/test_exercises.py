@@ -441,3 +441,189 @@ def test_the_command_line_stops_a_stray_store_into_a_zeros_output(tmp_path):
 )
 def test_trivial_attempts_fail(name, text, words, tmp_path, capsys):
     assert words in _fails(name, _attempt(tmp_path, text), capsys)
+
+
+# Wrong attempts found by the page reviews (reviews/triton-series/*.md). Each
+# passed the checker before; each must fail it, with the words that say why.
+
+IEEE_STEP = IEEE_DOT
+MATMUL_EPILOGUE = "acc = tl.maximum(acc + bias[None, :], 0.0)  # the fused epilogue"
+
+REVIEW_ATTEMPTS = {
+    # vector-addition #2a: a as a tl.constexpr, one compile per value of a
+    "axpy-constexpr": (
+        "axpy",
+        [
+            ("out_ptr, a, n_elements, BLOCK_SIZE",
+             "out_ptr, n_elements, A: tl.constexpr, BLOCK_SIZE"),
+            ("(a * x + y)", "(A * x + y)"),
+            ("(x, y, out, a, n, BLOCK_SIZE=block)",
+             "(x, y, out, n, A=a, BLOCK_SIZE=block)"),
+        ],
+        "a reached axpy_kernel as the tl.constexpr A",
+    ),
+    # index #2, vector-addition #2b: the kernel stores zeros, PyTorch the answer
+    "axpy-torch-copy": (
+        "axpy",
+        [
+            ("(a * x + y).to(", "(0.0 * x).to("),
+            ("    return out\n",
+             "    out.copy_(a * x.double() + y.double())\n    return out\n"),
+        ],
+        "differ from what your kernel stored there",
+    ),
+    # vector-addition #2b: the kernel adds, PyTorch adds the rest in place
+    "axpy-half-done": (
+        "axpy",
+        [
+            ("(a * x + y).to(", "(x + y).to("),
+            ("    return out\n", "    out.add_((a - 1) * x)\n    return out\n"),
+        ],
+        "they were changed in PyTorch after the kernel ran",
+    ),
+    # tiled-gemm #1: the epilogue in PyTorch, after a plain product
+    "matmul-torch-epilogue": (
+        "matmul_bias_relu",
+        [
+            (MATMUL_EPILOGUE, "pass"),
+            ("    )  # fmt: skip\n    return c\n",
+             "    )  # fmt: skip\n    c.add_(bias).relu_()\n    return c\n"),
+        ],
+        "differ from what your kernel stored there",
+    ),
+    # tiled-gemm #2: a float16 accumulator
+    "matmul-f16-accumulator": (
+        "matmul_bias_relu",
+        [
+            ("acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
+             "acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=c_ptr.dtype.element_ty)"),
+            (IEEE_STEP, 'acc = (acc + tl.dot(a, b, input_precision="ieee"))'
+             ".to(c_ptr.dtype.element_ty)"),
+        ],
+        "FAIL M=8 N=16 K=128 cancel=True float16",
+    ),
+    # tiled-gemm #2: the bias added after rounding to float16
+    "matmul-bias-after-cast": (
+        "matmul_bias_relu",
+        [
+            (MATMUL_EPILOGUE, "pass"),
+            ("tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=mask)",
+             "tl.store(c, tl.maximum(acc.to(c_ptr.dtype.element_ty) + "
+             "bias[None, :].to(c_ptr.dtype.element_ty), 0.0), mask=mask)"),
+        ],
+        "FAIL M=8 N=16 K=128 cancel=True float16",
+    ),
+    # tiled-gemm #3: the bias loaded without its mask
+    "matmul-bias-no-mask": (
+        "matmul_bias_relu",
+        [("bias_ptr + rn * stride_bias, mask=rn < N, other=0.0",
+          "bias_ptr + rn * stride_bias")],
+        "a load of 31 element(s) past the end of input 3",
+    ),
+    # tiled-gemm #4: refuse inner strides, assume row strides K and N
+    "matmul-assume-row-stride": (
+        "matmul_bias_relu",
+        [
+            ("    M, K = a.shape\n",
+             "    if a.stride(1) != 1 or b.stride(1) != 1:\n"
+             '        raise ValueError("need unit inner strides")\n'
+             "    M, K = a.shape\n"),
+            ("a.stride(0), a.stride(1), b.stride(0), b.stride(1), bias.stride(0),",
+             "a.shape[1], 1, b.shape[1], 1, 1,"),
+        ],
+        "FAIL M=20 N=24 K=30 padded=True float32",
+    ),
+    # softmax #1: refuse only stride(1) != 1, assume the row stride is n_cols
+    "softmax-assume-row-stride": (
+        "softmax_temperature",
+        [
+            ("if x.ndim != 2 or not x.is_contiguous():",
+             "if x.ndim != 2 or (x.shape[1] > 1 and x.stride(1) != 1):"),
+            ("x, out, cols, x.stride(0), 1.0", "x, out, cols, cols, 1.0"),
+        ],
+        "FAIL shape=(4, 300) T=0.7 padded=True float32",
+    ),
+    # online-softmax #3: the maximum first, then the sum, a second read
+    "logsumexp-two-pass": (
+        "online_logsumexp",
+        [
+            ("    for start in range(0, n_cols, BLOCK_SIZE):\n",
+             "    for start in range(0, n_cols, BLOCK_SIZE):\n"
+             "        cols = start + tl.arange(0, BLOCK_SIZE)\n"
+             "        tl.load(x_ptr + row * row_stride + cols * col_stride,\n"
+             "                mask=cols < n_cols)  # a first pass: read, discard\n"
+             "    for start in range(0, n_cols, BLOCK_SIZE):\n"),
+        ],
+        "of x was loaded 2 times",
+    ),
+    # online-softmax #3: the whole row in one block
+    "logsumexp-one-block": (
+        "online_logsumexp",
+        [("BLOCK_SIZE=block_size", "BLOCK_SIZE=triton.next_power_of_2(max(cols, 1))")],
+        "one tl.load read 40000 elements, a whole row of 40000",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("key", sorted(REVIEW_ATTEMPTS))
+def test_wrong_attempts_from_the_reviews_fail(key, tmp_path, capsys):
+    name, edits, words = REVIEW_ATTEMPTS[key]
+    report = _fails(name, _mutated(tmp_path, name, *edits), capsys)
+    assert words in report, report
+
+
+def test_matmul_refusing_strides_fails(tmp_path, capsys):
+    # the task says "any strides": a ValueError is no way out there
+    attempt = _mutated(
+        tmp_path,
+        "matmul_bias_relu",
+        ("    M, K = a.shape\n",
+         "    if not (a.is_contiguous() and b.is_contiguous()):\n"
+         '        raise ValueError("contiguous only")\n    M, K = a.shape\n'),
+    )  # fmt: skip
+    report = _fails("matmul_bias_relu", attempt, capsys)
+    assert "but the exercise asks for any strides" in report
+
+
+# vector-addition #1: a detector that never fills its guard with NaN passed,
+# because the checker used to hand the detector NaN-filled torch.empty memory.
+NOINIT_DETECTOR = """
+import torch
+
+
+def writes_past_the_end(add):
+    n = 1001
+    buf = torch.empty(n + 2048)  # never filled with NaN
+    add(torch.randn(n), torch.randn(n), out=buf[:n])
+    return bool((~torch.isnan(buf[n:])).any())
+"""
+
+
+def test_a_detector_that_never_fills_its_guard_fails(tmp_path, capsys):
+    report = _fails("catch_missing_mask", _attempt(tmp_path, NOINIT_DETECTOR), capsys)
+    assert "FAIL the course's vector_add (correct)" in report
+    assert "returned True, but this one stays inside out" in report
+
+
+def test_values_stored_by_the_kernel_are_compared_bit_for_bit():
+    # the watch reads back what each store left in memory; a later PyTorch
+    # change to one element is named, an untouched output is not
+    import torch
+    import triton
+    import triton.language as tl
+
+    from triton_course.exercises._watch import Watch
+
+    @triton.jit
+    def fill(out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, offs.to(tl.float32) * 0.5, mask=offs < n)
+
+    watch = Watch()
+    out = torch.empty(10)
+    with watch.active():
+        fill[(1,)](out, 10, BLOCK=16)
+    launches = watch.launches
+    assert not Watch.changed_since_stored(out, launches).any()
+    out[3] += 1.0
+    assert Watch.changed_since_stored(out, launches).nonzero().flatten().tolist() == [3]

@@ -13,11 +13,15 @@ and then prints the exercise's performance target for a real GPU.
 
 What the checker sees of the attempt's kernels (``_watch.py``):
 
-- every launch, and every element each store wrote. When the inputs hold
-  data, the result must come from a ``@triton.jit`` kernel defined in the
-  attempt file, and every element of the returned tensor must have been
-  written by one of its stores: a pure-PyTorch answer, or one converted or
-  copied after the kernel, fails, however the output was allocated;
+- every launch, and every element each store wrote, with the value it left
+  in memory. When the inputs hold data, the result must come from a
+  ``@triton.jit`` kernel defined in the attempt file: every element of the
+  returned tensor must have been written by one of its stores, and must still
+  hold the value the last of them stored. A pure-PyTorch answer, one converted
+  or copied after the kernel, or one changed in place afterwards
+  (``out.add_(...)``, ``c.relu_()``), fails, however the output was allocated.
+  What the checker cannot see: PyTorch work on the *inputs* before the launch
+  (``x / T`` passed to the kernel) gives right values and passes;
 - every load, store and atomic is checked against the memory of the tensors
   passed to the launch, and one outside it is stopped before it happens and
   reported with its kernel line (an unmasked store into a ``torch.zeros``
@@ -31,8 +35,8 @@ return a view at the start of a larger buffer filled with NaN, so a store
 without its mask lands in the NaN tail, checked after every case, and is named
 with the allocation's line. Inputs are views into NaN-filled buffers too (NaN
 after them, and between the elements of a non-contiguous one): an unmasked
-load past the end pulls NaN into a result, and a write around an input is
-seen.
+load or store past the end of an input (inside that NaN guard) is stopped and
+reported, and a write around an input is seen.
 
 Adding an exercise: create ``triton_course/exercises/<name>.py`` defining
 ``EXERCISE = Exercise(...)`` (see ``axpy.py`` for element-wise work,
@@ -95,6 +99,13 @@ class Exercise:
     # contains the words; {"only:words": advice} when every failed case's
     # label contains them (e.g. "only:bfloat16").
     hints: dict = dataclasses.field(default_factory=dict)
+    # (cases) whether a ValueError/TypeError for non-contiguous inputs (cases
+    # marked "strided" or "padded") passes; False when the task says any strides
+    refusal_ok: bool = True
+    # (cases) inspect(case, args, result, launches) -> list of problems, run
+    # after the values matched: what the values cannot show (how a row was
+    # read, which arguments were constexpr); launches are the attempt's own
+    inspect: Callable | None = None
 
 
 def registry() -> dict[str, Exercise]:

@@ -18,9 +18,10 @@ class Poisoner:
     """Patch torch.empty/empty_like so that calls from one file get NaN-filled
     views at the start of a larger buffer, and remember those buffers."""
 
-    def __init__(self, attempt_file: Path):
+    def __init__(self, attempt_file: Path, fill=None):
         self.attempt_file = str(Path(attempt_file).resolve())
         self.buffers: list[tuple[torch.Tensor, int, str]] = []
+        self.fill = fill or poison_  # what the attempt's allocations hold
 
     def _from_attempt(self) -> bool:
         frame = sys._getframe(2)  # the caller of the patched function
@@ -30,7 +31,7 @@ class Poisoner:
         if not plain.is_contiguous():
             return plain
         size = plain.numel() + guard_size(plain)
-        buffer = poison_(torch.empty(size, dtype=plain.dtype, device=plain.device))
+        buffer = self.fill(torch.empty(size, dtype=plain.dtype, device=plain.device))
         line = sys._getframe(2).f_lineno
         self.buffers.append((buffer, plain.numel(), f"{how} on line {line}"))
         return buffer[: plain.numel()].view(plain.shape)
@@ -89,25 +90,50 @@ def _is_poison(tensor: torch.Tensor) -> torch.Tensor:
     return tensor == torch.iinfo(tensor.dtype).max
 
 
+def garbage_(tensor: torch.Tensor) -> torch.Tensor:
+    """Fill with finite values that are neither NaN nor zero: what fresh GPU
+    memory may hold, so that a test relying on torch.empty being NaN fails."""
+    if tensor.dtype.is_floating_point:
+        return tensor.copy_(torch.arange(tensor.numel()).remainder(7).add(1.5))
+    return tensor.fill_(3)
+
+
 def guard_size(tensor: torch.Tensor) -> int:
     return max(GUARD, tensor.numel())
 
 
-def guarded_input(tensor: torch.Tensor, strided: bool = False) -> torch.Tensor:
+def guarded_input(
+    tensor: torch.Tensor, strided: bool = False, padded: bool = False
+) -> torch.Tensor:
     """A copy of ``tensor`` inside a NaN-filled buffer: followed in memory by
-    NaNs, and with ``strided`` every second element of its last dimension (a
-    non-contiguous view, NaN in the gaps). The buffer is ``view.guard``."""
+    NaNs; with ``strided`` every second element of its last dimension (a
+    non-contiguous view, NaN in the gaps); with ``padded`` (2-D and up) each
+    row followed by 3 NaN, so the last dimension is adjacent but the row
+    stride is not the row length. The buffer is ``view.guard``."""
     n = tensor.numel()
     spread = 2 if strided and n and tensor.ndim else 1
-    buffer = poison_(torch.empty(n * spread + guard_size(tensor), dtype=tensor.dtype))
-    if spread == 1:
+    pad = 3 if padded and n and tensor.ndim >= 2 else 0
+    shape = (*tensor.shape[:-1], tensor.shape[-1] * spread + pad) if n else ()
+    whole = n * spread + (n // tensor.shape[-1] * pad if pad else 0)
+    buffer = poison_(torch.empty(whole + guard_size(tensor), dtype=tensor.dtype))
+    if spread == 1 and not pad:
         view = buffer[:n].view(tensor.shape)
     else:
-        shape = (*tensor.shape[:-1], tensor.shape[-1] * spread)
-        view = buffer[: n * spread].view(shape)[..., ::spread]
+        view = buffer[:whole].view(shape)[..., : tensor.shape[-1] * spread : spread]
     view.copy_(tensor)
     view.guard = buffer
     return view
+
+
+def fence(view: torch.Tensor, name: str) -> tuple[int, int, int, int, str]:
+    """The watch's fence for an input made by guarded_input: its buffer, and
+    the bytes from its first to just past its last element."""
+    size = view.element_size()
+    low = view.guard.data_ptr()
+    first = view.data_ptr()
+    span = sum((d - 1) * s for d, s in zip(view.shape, view.stride(), strict=True))
+    end = first + (span + 1) * size if view.numel() else first
+    return (low, low + view.guard.numel() * size, first, end, name)
 
 
 def written_beside(view: torch.Tensor) -> int:
@@ -204,13 +230,21 @@ def run_cases(exercise: Exercise, fn, poisoner: Poisoner, watch: Watch):
     for case in exercise.cases:
         for dtype in exercise.dtypes:
             label = _label(case, dtype)
-            strided = bool(case.get("strided"))
+            padded = bool(case.get("padded"))
+            strided = bool(case.get("strided")) or padded
             args = tuple(
-                guarded_input(a, strided) if isinstance(a, torch.Tensor) else a
+                guarded_input(a, bool(case.get("strided")), padded)
+                if isinstance(a, torch.Tensor)
+                else a
                 for a in exercise.make_inputs(case, getattr(torch, dtype), generator)
             )
             before = [a.clone() if isinstance(a, torch.Tensor) else None for a in args]
             watch.clear()
+            watch.fences = [
+                fence(a, f"input {i + 1}")
+                for i, a in enumerate(args)
+                if isinstance(a, torch.Tensor)
+            ]
             try:
                 with poisoner.active(), watch.active():
                     result = fn(*args)
@@ -219,7 +253,17 @@ def run_cases(exercise: Exercise, fn, poisoner: Poisoner, watch: Watch):
                 if watch.out_of_bounds:
                     yield label, watch.out_of_bounds[:1]
                 elif strided and isinstance(error, (ValueError, TypeError)):
-                    yield f"{label} (refused: {_one_line(error)})", []
+                    if exercise.refusal_ok:
+                        yield f"{label} (refused: {_one_line(error)})", []
+                    else:
+                        yield (
+                            label,
+                            [
+                                f"refused these strides ({_one_line(error)}), "
+                                "but the exercise asks for any strides: pass "
+                                "every stride to the kernel and use it"
+                            ],
+                        )
                 else:
                     yield (
                         label,
@@ -238,6 +282,9 @@ def run_cases(exercise: Exercise, fn, poisoner: Poisoner, watch: Watch):
                     )
             problems += kernel_problems(result, args, watch, poisoner.attempt_file)
             problems += compare(result, exercise.reference(*args), dtype, exercise)
+            if exercise.inspect is not None and not problems:
+                own = watch.launched_from(poisoner.attempt_file)
+                problems += exercise.inspect(case, args, result, own)
             if watch.tf32_dots:
                 problems.append(
                     "tl.dot multiplied float32 operands in TF32, its default "
@@ -277,16 +324,29 @@ def kernel_problems(result, args, watch: Watch, attempt_file) -> list[str]:
     written = Watch.stored(result.detach(), own)
     if result.dtype.is_floating_point:
         written |= torch.isnan(result.detach())  # compare() names those
-    if written.all():
-        return []
-    missing = (~written).flatten().nonzero().flatten()
-    return [
-        f"{missing.numel()} of {result.numel()} elements of the returned tensor "
-        f"were never written by a tl.store of your kernel (first at "
-        f"{_index(int(missing[0]), result.shape)}): a block the grid or the "
-        "mask skips, or a result computed, copied or converted afterwards in "
-        "PyTorch? Return the tensor your kernel stores into."
-    ]
+    problems = []
+    if not written.all():
+        missing = (~written).flatten().nonzero().flatten()
+        problems.append(
+            f"{missing.numel()} of {result.numel()} elements of the returned "
+            f"tensor were never written by a tl.store of your kernel (first at "
+            f"{_index(int(missing[0]), result.shape)}): a block the grid or the "
+            "mask skips, or a result computed, copied or converted afterwards in "
+            "PyTorch? Return the tensor your kernel stores into."
+        )
+    # Written by the kernel, then changed: PyTorch work on the output after
+    # the launch (out.copy_(...), out.add_(...), c.relu_()).
+    changed = Watch.changed_since_stored(result, own)
+    if changed.any():
+        first = changed.flatten().nonzero().flatten()
+        problems.append(
+            f"{int(changed.sum())} of {result.numel()} elements of the returned "
+            "tensor differ from what your kernel stored there (first at "
+            f"{_index(int(first[0]), result.shape)}): they were changed in "
+            "PyTorch after the kernel ran. Compute the whole result in the "
+            "kernel and store it once."
+        )
+    return problems
 
 
 def _one_line(error: BaseException) -> str:
@@ -329,12 +389,17 @@ def check(exercise: Exercise, attempt: Path) -> int:
         sys.stdout.flush()
     if failed:
         print(f"\n{len(failed)} of {count} cases failed.")
-        if all("strided" in label for label, _ in failed):
+        if all("strided" in label or "padded" in label for label, _ in failed):
             print(
                 "hint: only the cases with non-contiguous inputs failed (every "
-                "second element of a larger tensor): use the tensors' strides "
-                "in the address arithmetic, or refuse such inputs with a "
-                "ValueError."
+                "second element of a larger tensor, or rows longer in memory "
+                "than the row length): use the tensors' strides in the address "
+                "arithmetic"
+                + (
+                    ", or refuse such inputs with a ValueError."
+                    if exercise.refusal_ok
+                    else "."
+                )
             )
         for words, advice in exercise.hints.items():
             if words.startswith("only:"):

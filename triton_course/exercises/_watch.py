@@ -3,11 +3,16 @@
 While a ``Watch`` is active (``with watch.active():``):
 
 - every kernel launch is recorded: which ``@triton.jit`` function, from which
-  file, and the address of every element its stores and atomics wrote;
+  file, its ``tl.constexpr`` arguments, the address of every element its loads
+  read, and the address and the value (read back from memory right after the
+  store) of every element its stores and atomics wrote;
 - a load, store or atomic outside the memory of every tensor passed to the
   launch is stopped *before* it happens (``OutOfBounds``), so a missing mask
   cannot scribble over the checker's own memory, however the output was
-  allocated (``torch.zeros``, ``new_empty``, ...);
+  allocated (``torch.zeros``, ``new_empty``, ...). An access that stays inside
+  a checker-made guard buffer but outside the input it surrounds (``fences``)
+  is stopped too: an unmasked load past the end of an input would read NaN
+  there, and on a GPU memory that is not the input's;
 - ``tl.dot`` at TF32 precision on float32 operands first rounds them to TF32's
   10 mantissa bits, as an sm_80+ tensor core does. The interpreter on its own
   multiplies in full float32, so a kernel that leaves ``tl.dot`` at its TF32
@@ -40,6 +45,11 @@ class Launch:
     file: str  # resolved path of the file that defines it
     spans: list[tuple[int, int, str]]  # (first byte, end byte, argument name)
     stored: list[np.ndarray] = dataclasses.field(default_factory=list)
+    # the bits each store left in memory, aligned with ``stored``
+    values: list[np.ndarray] = dataclasses.field(default_factory=list)
+    loaded: list[np.ndarray] = dataclasses.field(default_factory=list)
+    load_sizes: list[int] = dataclasses.field(default_factory=list)  # per tl.load
+    constexprs: dict = dataclasses.field(default_factory=dict)
 
 
 class Watch:
@@ -47,11 +57,15 @@ class Watch:
         self.launches: list[Launch] = []
         self.out_of_bounds: list[str] = []  # one message per stopped access
         self.tf32_dots = 0  # TF32 dots whose rounding changed an operand
+        # (buffer first byte, buffer end, input first byte, input end, name):
+        # guard buffers the checker made around its inputs
+        self.fences: list[tuple[int, int, int, int, str]] = []
 
     def clear(self) -> None:
         self.launches.clear()
         self.out_of_bounds.clear()
         self.tf32_dots = 0
+        self.fences = []
 
     @contextlib.contextmanager
     def active(self):
@@ -86,6 +100,42 @@ class Watch:
             return torch.zeros(tensor.shape, dtype=torch.bool)
         written = np.isin(addresses, np.concatenate(chunks))
         return torch.from_numpy(np.asarray(written, dtype=bool)).reshape(tensor.shape)
+
+    @staticmethod
+    def addresses(tensor: torch.Tensor) -> np.ndarray:
+        """The byte address of every element of ``tensor``, in its shape."""
+        offsets = np.zeros((), dtype=np.int64)
+        for size, stride in zip(tensor.shape, tensor.stride(), strict=True):
+            offsets = offsets[..., None] + np.arange(size, dtype=np.int64) * stride
+        return np.uint64(tensor.data_ptr()) + (offsets * tensor.element_size()).astype(
+            np.uint64
+        )
+
+    @staticmethod
+    def changed_since_stored(tensor: torch.Tensor, launches: list[Launch]):
+        """Bool tensor like ``tensor``: elements a store of ``launches`` wrote
+        whose bits now differ from the last value stored there (PyTorch work on
+        the kernel's output after the launch)."""
+        shape = tuple(tensor.shape)
+        chunks = [a for launch in launches for a in launch.stored]
+        if not chunks or tensor.numel() == 0:
+            return torch.zeros(shape, dtype=torch.bool)
+        where = np.concatenate(chunks)
+        bits = np.concatenate([v for launch in launches for v in launch.values])
+        # the last store to each address wins: unique over the reversed order
+        unique, first = np.unique(where[::-1], return_index=True)
+        last = bits[::-1][first]
+        addresses = Watch.addresses(tensor).ravel()
+        pos = np.minimum(np.searchsorted(unique, addresses), len(unique) - 1)
+        found = unique[pos] == addresses
+        unsigned = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+        now = tensor.detach().cpu().view(unsigned[tensor.element_size()]).numpy()
+        now = now.ravel().view(last.dtype) if now.size else now.ravel()
+        if now.dtype.itemsize != last.dtype.itemsize:
+            changed = found  # stored with another element size: not the same
+        else:
+            changed = found & (now != last[pos])
+        return torch.from_numpy(np.asarray(changed, dtype=bool)).reshape(shape)
 
 
 def _spans(names, values) -> list[tuple[int, int, str]]:
@@ -136,6 +186,22 @@ def _checked(ptrs, mask, itemsize: int, what: str) -> np.ndarray | None:
     inside = np.zeros(addresses.shape, dtype=bool)
     for low, high, _ in launch.spans:
         inside |= (addresses >= low) & (addresses + itemsize <= high)
+    for low, high, first, end, name in _active.fences:
+        in_guard = (addresses >= low) & (addresses < high)
+        in_guard &= (addresses < first) | (addresses + itemsize > end)
+        if in_guard.any():
+            bad = addresses[in_guard]
+            message = (
+                f"{launch.kernel} ({_kernel_line(launch)}): a {what} of "
+                f"{bad.size} element(s) past the end of {name} (into the "
+                "NaN-filled memory the checker put after it): a "
+                f"tl.{'load' if what == 'load' else 'store'} without its mask "
+                "(or with a mask that lets too many lanes through)? On a GPU "
+                "this touches memory that is not the tensor's; here it was "
+                "stopped before it happened."
+            )
+            _active.out_of_bounds.append(message)
+            raise OutOfBounds(message)
     if not inside.all():
         bad = addresses[~inside]
         advice = (
@@ -189,25 +255,47 @@ def install() -> None:
         builder.create_dot,
     )
 
-    def _record(addresses) -> None:
-        if addresses is not None and addresses.size:
-            _launch.stored.append(addresses)
+    def _record(addresses, ptrs, mask) -> None:
+        """Remember the addresses written and the bits now in memory there,
+        read back after the store (an atomic's result included)."""
+        if addresses is None or not addresses.size:
+            return
+        np_dtype = interpreter._get_np_dtype(ptrs.get_element_ty())
+        keep = np.ones(ptrs.data.shape, dtype=bool)
+        if mask is not None:
+            keep = np.broadcast_to(np.asarray(mask.data, dtype=bool), keep.shape)
+        back = interpreter._interpreter.load(
+            ptrs.data, keep, np.zeros(ptrs.data.shape, dtype=np_dtype), np_dtype
+        )
+        bits = np.ascontiguousarray(back[keep]).ravel()
+        unsigned = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+        _launch.stored.append(addresses)
+        _launch.values.append(bits.view(unsigned[bits.dtype.itemsize]))
 
     def watched_load(self, ptrs, mask, other, *rest, **kwargs):
-        _checked(ptrs.data, mask.data, _itemsize(ptrs), "load")
+        addresses = _checked(ptrs.data, mask.data, _itemsize(ptrs), "load")
+        if addresses is not None:
+            _launch.loaded.append(addresses)
+            _launch.load_sizes.append(int(addresses.size))
         return load(self, ptrs, mask, other, *rest, **kwargs)
 
     def watched_store(self, ptrs, value, mask, *rest, **kwargs):
-        _record(_checked(ptrs.data, mask.data, _itemsize(ptrs), "store"))
-        return store(self, ptrs, value, mask, *rest, **kwargs)
+        addresses = _checked(ptrs.data, mask.data, _itemsize(ptrs), "store")
+        done = store(self, ptrs, value, mask, *rest, **kwargs)
+        _record(addresses, ptrs, mask)
+        return done
 
     def watched_rmw(self, op, ptr, val, mask, *rest, **kwargs):
-        _record(_checked(ptr.data, mask.data, _itemsize(ptr), "atomic"))
-        return rmw(self, op, ptr, val, mask, *rest, **kwargs)
+        addresses = _checked(ptr.data, mask.data, _itemsize(ptr), "atomic")
+        done = rmw(self, op, ptr, val, mask, *rest, **kwargs)
+        _record(addresses, ptr, mask)
+        return done
 
     def watched_cas(self, ptr, cmp, val, *rest, **kwargs):
-        _record(_checked(ptr.data, None, _itemsize(ptr), "atomic"))
-        return cas(self, ptr, cmp, val, *rest, **kwargs)
+        addresses = _checked(ptr.data, None, _itemsize(ptr), "atomic")
+        done = cas(self, ptr, cmp, val, *rest, **kwargs)
+        _record(addresses, ptr, None)
+        return done
 
     def watched_dot(self, a, b, d, input_precision, *rest, **kwargs):
         fp32 = a.dtype.is_floating() and a.dtype.primitive_bitwidth == 32
@@ -234,10 +322,15 @@ def install() -> None:
         if _active is not None:
             names = list(self.arg_names[: len(args_hst)]) + list(kwargs_hst)
             code = getattr(self.fn, "__code__", None)
+            values = [*args_hst, *kwargs_hst.values()]
+            constexprs = set(getattr(self, "constexprs", ()))
             _launch = Launch(
                 kernel=getattr(self.fn, "__name__", "kernel"),
                 file=str(Path(code.co_filename).resolve()) if code else "",
-                spans=_spans(names, [*args_hst, *kwargs_hst.values()]),
+                spans=_spans(names, values),
+                constexprs={
+                    n: v for n, v in zip(names, values, strict=False) if n in constexprs
+                },
             )
             _active.launches.append(_launch)
         return args_hst, kwargs_hst

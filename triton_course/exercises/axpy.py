@@ -16,6 +16,21 @@ def reference(a, x, y):
     return a * x.double() + y.double()
 
 
+def inspect(case, args, result, launches):
+    """``a`` must reach the kernel as a runtime argument: as a tl.constexpr
+    every new value of ``a`` compiles the kernel again."""
+    a = args[0]
+    for launch in launches:
+        for name, value in launch.constexprs.items():
+            if isinstance(value, float) and value == a:
+                return [
+                    f"a reached {launch.kernel} as the tl.constexpr {name}: "
+                    "every new value of a would compile the kernel again. Pass "
+                    "it as a plain kernel argument (no tl.constexpr annotation)."
+                ]
+    return []
+
+
 EXERCISE = Exercise(
     name="axpy",
     title="Scale and add",
@@ -38,6 +53,7 @@ EXERCISE = Exercise(
     ],
     make_inputs=make_inputs,
     reference=reference,
+    inspect=inspect,
     hints={
         "only:bfloat16": "triton 3.9's interpreter computes garbage for arithmetic on "
         "bfloat16 values: load, convert with .to(tl.float32), compute, and "

@@ -54,8 +54,11 @@ def _variants():
 
 
 def check_detector(fn, poisoner, watch):
-    from ._check import _one_line, traceback_tail
+    from ._check import Poisoner, _one_line, garbage_, traceback_tail
 
+    # The detector's own torch.empty gets finite garbage, not NaN (as fresh
+    # GPU memory may hold): a guard buffer it never filled must not pass.
+    poisoner = Poisoner(poisoner.attempt_file, fill=garbage_)
     for label, impl, writes in _variants():
         watch.clear()
         try:

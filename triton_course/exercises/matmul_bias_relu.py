@@ -10,6 +10,14 @@ def make_inputs(case, dtype, generator):
     a = torch.randn(m, k, generator=generator).to(dtype)
     b = torch.randn(k, n, generator=generator).to(dtype)
     bias = torch.randn(n, generator=generator).to(dtype)
+    if case.get("cancel") and dtype == torch.float16 and k >= 128:
+        # The first 64 products of every dot sum to 2048 and the bias takes
+        # 2048 off again. At 2048 a float16 has a step of 2, so an accumulator
+        # kept in float16, or rounded to float16 before the bias is added,
+        # loses the random rest (about +-8) by up to 1; float32 keeps it.
+        # (float16 only: float32 keeps it to 2.4e-4, near its own tolerance.)
+        a[:, :64], b[:64, :] = 1.0, 32.0
+        bias = torch.full((n,), -2048.0, dtype=dtype)
     return (a, b, bias)
 
 
@@ -40,7 +48,11 @@ EXERCISE = Exercise(
         {"M": 0, "N": 5, "K": 4},
         {"M": 5, "N": 3, "K": 0},  # no products: relu(bias) in every row
         {"M": 33, "N": 17, "K": 40, "strided": True},  # every second column
+        # rows of a and b longer than K and N: the row strides are not K and N
+        {"M": 20, "N": 24, "K": 30, "padded": True},
+        {"M": 8, "N": 16, "K": 128, "cancel": True},  # float32 accumulator
     ],
+    refusal_ok=False,  # the task says any strides
     dtypes=("float32", "float16"),
     make_inputs=make_inputs,
     reference=reference,
@@ -50,6 +62,11 @@ EXERCISE = Exercise(
         "float16": {"atol": 1e-2, "rtol": 1e-2},
     },
     hints={
+        "refused these strides": "use a.stride(0), a.stride(1), b.stride(0), "
+        "b.stride(1) and bias.stride(0) in the addresses instead of refusing.",
+        "only:cancel": "accumulate in float32 (tl.zeros(..., dtype=tl.float32)) "
+        "and add the bias to that float32 accumulator; convert to the output "
+        "dtype only at the store.",
         "NaN where": "tiles along the edges run past M, N or K: mask the loads "
         "with other=0.0 so the extra products add nothing, and mask the store.",
         "only:strided": "pass a.stride(0), a.stride(1), b.stride(0), b.stride(1) "

@@ -23,6 +23,47 @@ def reference(x):
     return torch.logsumexp(x.double(), dim=-1)
 
 
+# A row this long or longer must not be read by one tl.load: its block would
+# grow with the row (next_power_of_2(n_cols)), which is not a fixed tile.
+LONG_ROW = 16384
+
+
+def inspect(case, args, result, launches):
+    """One pass in fixed-size tiles: no element of x is loaded twice, and a
+    long row is not loaded by one tl.load."""
+    import numpy as np
+
+    from ._watch import Watch
+
+    x = args[0]
+    if not launches or x.numel() == 0:
+        return []
+    problems = []
+    loaded = [a for launch in launches for a in launch.loaded]
+    if loaded:
+        where, counts = np.unique(np.concatenate(loaded), return_counts=True)
+        mine = Watch.addresses(x).ravel()
+        pos = np.minimum(np.searchsorted(where, mine), len(where) - 1)
+        times = np.where(where[pos] == mine, counts[pos], 0)
+        if times.max() > 1:
+            first = int(np.argmax(times > 1))
+            row, col = divmod(first, x.shape[1])
+            problems.append(
+                f"element ({row}, {col}) of x was loaded {int(times.max())} times: "
+                "the exercise reads each row once, keeping a running maximum and "
+                "rescaling the running sum when it grows (no second pass)"
+            )
+    cols = x.shape[1]
+    biggest = max((n for launch in launches for n in launch.load_sizes), default=0)
+    if cols >= LONG_ROW and biggest >= cols:
+        problems.append(
+            f"one tl.load read {biggest} elements, a whole row of {cols}: a block "
+            "that grows with the row does not fit in registers for long rows; "
+            "loop over the row in tiles of a fixed size (such as 1024)"
+        )
+    return problems
+
+
 EXERCISE = Exercise(
     name="online_logsumexp",
     title="Online log-sum-exp",
@@ -50,9 +91,13 @@ EXERCISE = Exercise(
         {"shape": (0, 5)},
         {"shape": (2, 0)},  # empty rows: log(0) = -inf
         {"shape": (3, 1100), "strided": True},  # every second column
+        # adjacent columns, rows 3 elements longer in memory than n_cols
+        {"shape": (3, 700), "padded": True},
+        {"shape": (2, 40000)},  # longer than LONG_ROW: one tile cannot hold it
     ],
     make_inputs=make_inputs,
     reference=reference,
+    inspect=inspect,
     hints={
         "only:bfloat16": "convert loaded bfloat16 values with .to(tl.float32) "
         "before any arithmetic (a bug of triton 3.9's interpreter).",

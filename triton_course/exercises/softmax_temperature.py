@@ -38,6 +38,9 @@ EXERCISE = Exercise(
         {"shape": (5, 1000), "T": 2.0},
         {"shape": (2, 1500), "T": 0.1, "scale": 30.0},  # exp would overflow unshifted
         {"shape": (3, 77), "T": 1.5, "strided": True},  # every second column
+        # adjacent columns, but each row followed by 3 unused elements: the
+        # row stride is not the row length (a row slice of a wider tensor)
+        {"shape": (4, 300), "T": 0.7, "padded": True},
     ],
     make_inputs=make_inputs,
     reference=reference,
