@@ -431,3 +431,54 @@ def test_the_home_page_does_not_claim_gpu_only_kernels_run_on_the_cpu():
     assert "every kernel is tested on the CPU" not in text
     assert "CUDA C++, Numba and CuPy versions" in text and "need a GPU" in text
     assert "Triton has no macOS or Windows wheels" in text
+
+
+def test_the_ptx_tab_names_only_compare_instructions_of_the_excerpt():
+    # index review #1: the tab said setp.lt.s32; the offsets are int64
+    page = _page("triton-series/index.md")
+    tab = page.split('=== "5. PTX"', 1)[1].split("```", 1)[0]
+    named = set(re.findall(r"setp\.\w+\.\w+", tab))
+    excerpt = (DOCS / "assets" / "excerpts" / "vector_add.ptx.txt").read_text()
+    assert named, "the PTX tab no longer names the mask compare"
+    assert named <= set(re.findall(r"setp\.\w+\.\w+", excerpt)), named
+
+
+def test_the_checker_prose_says_what_it_compares_and_what_it_cannot_see():
+    # index review #2: the checker compares stored values with the result
+    page = _page("triton-series/index.md")
+    assert "must still hold the value that store left" in page
+    assert "What it cannot see" in page
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="program order is the interpreter's")
+def test_vector_add_accepts_a_partly_overlapping_out_and_the_page_says_so():
+    # vector-addition review #4: the launcher does not refuse it (a snippet
+    # change waits for a GPU run), so the page must warn; out=x is safe
+    mod = load_snippet("vector_add")
+    buf = torch.arange(3000, dtype=torch.float32)
+    x, out = buf[0:2048], buf[1:2049]
+    want = x + x
+    mod.vector_add(x, x, out=out)
+    assert not torch.equal(out, want)  # a silent wrong answer
+    x = torch.arange(2048, dtype=torch.float32)
+    want = x + x
+    assert torch.equal(mod.vector_add(x, x, out=x), want)
+    page = _page("triton-series/vector-addition.md")
+    assert "partly overlaps `x` or `y`** (the same memory" in page
+    assert "is *not* refused" in page
+    assert "that says what to change" not in page  # review #5
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="the checker runs under the interpreter")
+def test_the_vector_addition_exercises_say_what_the_checker_demands():
+    # vector-addition review #2/#3: strided inputs, constexpr a, who picks sizes
+    page = _page("triton-series/vector-addition.md")
+    assert "For a non-contiguous `x` or `y`, compute the right answer or raise" in page
+    assert "fails an `a` passed as a `tl.constexpr`" in page
+    assert "for the mask test your function picks the size and dtype" in page
+    from triton_course.exercises import registry
+
+    axpy = registry()["axpy"]
+    assert "raise a ValueError" in axpy.task
+    assert any(case.get("strided") for case in axpy.cases)
+    assert axpy.inspect is not None
