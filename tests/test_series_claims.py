@@ -482,3 +482,153 @@ def test_the_vector_addition_exercises_say_what_the_checker_demands():
     assert "raise a ValueError" in axpy.task
     assert any(case.get("strided") for case in axpy.cases)
     assert axpy.inspect is not None
+
+
+_ONLINE_COLS = r"""
+import json, sys
+from pathlib import Path
+from triton_course import codegen, excerpts
+
+mod = excerpts._load(Path("snippets/online_softmax.py"))
+sig = {"x_ptr": "*fp16", "m_ptr": "*fp32", "d_ptr": "*fp32", "n_cols": "i64",
+       "n_chunks": "i32", "x_row_stride": "i64", "CHUNK": "constexpr",
+       "BLOCK_SIZE": "constexpr"}
+k = codegen.compile_kernel(mod.online_softmax_stats_kernel, 90, sig,
+                           {"CHUNK": 65536, "BLOCK_SIZE": 4096}, ["x_ptr"])
+json.dump(k.asm["ttir"], sys.stdout)
+"""
+
+
+def test_the_online_softmax_page_states_the_int32_column_limit():
+    # online-softmax review #1: even with n_cols an i64 the column index is
+    # int32, so rows of 2**31 or more wrap; the page must say so while it is
+    ttir = _compile(_ONLINE_COLS)
+    int32_cols = re.search(r"%cols\S* = arith\.addi [^\n]*: tensor<\d+xi32>", ttir)
+    page = _page("triton-series/online-softmax.md")
+    assert "There is no upper limit on the row length" not in page
+    if int32_cols:
+        assert r"fewer than \(2^{31}\) elements" in page
+    else:  # widened: drop the limit from the page, and this branch
+        pytest.fail("the column index is no longer int32: update the page")
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="checked under the interpreter")
+def test_launchers_accept_an_out_whose_elements_overlap_and_pages_say_so():
+    # online-softmax #5, softmax #2, tiled-gemm #5: accepted, silently wrong
+    # (a check waits for a GPU run of the snippets); the pages warn meanwhile
+    x = torch.randn(3, 3000)
+    online = load_snippet("online_softmax")
+    out = torch.empty(1, 3000).expand(3, 3000)
+    online.online_softmax(x, out=out)
+    assert not torch.allclose(out, torch.softmax(x, dim=-1), atol=1e-5)
+    softmax = load_snippet("softmax")
+    x = torch.randn(8, 100)
+    out = torch.empty(1, 100).expand(8, 100)
+    softmax.softmax(x, out=out)
+    assert not torch.allclose(out, torch.softmax(x, dim=-1), atol=1e-5)
+    matmul = load_snippet("matmul")
+    a, b = torch.randn(64, 64), torch.randn(64, 64)
+    want = a @ b
+    assert not torch.allclose(matmul.matmul(a, b, out=a), want, atol=1e-3)
+    pages = {
+        "online-softmax.md": "`out`'s rows must not share memory",
+        "softmax.md": "`out`'s rows must not share memory",
+        "tiled-gemm.md": "must not share memory with `a` or `b`",
+    }
+    for name, words in pages.items():
+        assert words in _page(f"triton-series/{name}"), name
+
+
+_MASKED_LOAD = r"""
+import json, sys
+import triton
+import triton.language as tl
+from triton_course import codegen
+
+
+@triton.jit
+def masked_copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+k = codegen.compile_kernel(masked_copy, 90,
+    {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+    {"BLOCK": 128}, ["x_ptr", "out_ptr"])
+json.dump(k.asm["ptx"], sys.stdout)
+"""
+
+
+def test_a_load_without_other_is_zero_filled_on_3_9_and_the_page_says_so(tmp_path):
+    # softmax review #3: "undefined, changes from run to run" was not what
+    # triton 3.9 does: the PTX zeroes the register before the predicated load
+    script = tmp_path / "masked_load.py"
+    script.write_text(_MASKED_LOAD)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=REPO_ROOT, env=env,
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    ptx = json.loads(done.stdout)
+    zeroed = re.search(
+        r"mov\.u32 (%r\d+), 0x0;\s*\n\s*@%p\d+ ld\.global\.b32 \{ \1 \}", ptx
+    )
+    page = _page("triton-series/softmax.md")
+    assert "changes from run to run" not in page
+    if zeroed:
+        assert "triton 3.9 in fact fills them with zeros" in page
+    else:
+        pytest.fail("masked-off lanes are no longer zeroed: update softmax.md")
+
+
+def test_softmax_page_counts_and_launches_as_the_snippet_does():
+    # softmax review #4 and #5
+    source = (REPO_ROOT / "snippets" / "softmax.py").read_text()
+    page = _page("triton-series/softmax.md")
+    assert "three temporary tensors" not in page
+    assert "two temporary tensors the size of" in page
+    assert "softmax_rows_kernel[grid](" in source
+    assert "launches exactly what `softmax` does" not in page
+    assert "a different kernel, `softmax_rows_kernel`" in page
+
+
+def test_tiled_gemm_page_keeps_unmeasured_and_flippable_claims_out():
+    # tiled-gemm review #6, #7, #8
+    page = _page("triton-series/tiled-gemm.md")
+    assert "why it raises the L2 hit rate" not in page
+    assert "When B, with the A bands in flight, is larger than the L2 cache" in page
+    assert "does not run at the same speed" not in page
+    assert "need not run at the same speed" in page
+    assert "The tile count does not explain it" in page
+    assert "_config(64, 64, 64" in (REPO_ROOT / "snippets" / "matmul.py").read_text()
+    assert (
+        "_config(64, 64, 64" in (REPO_ROOT / "snippets" / "matmul_tma.py").read_text()
+    )
+
+
+def test_online_softmax_page_bytes_and_peer_percentages():
+    # online-softmax review #2 and #4: no "more than 100 %" claim over data
+    # whose ceiling is the peer itself; the statistics bytes as the snippet
+    # moves them (8 per slice written, all of a row's slices read in pass 2)
+    page = _page("triton-series/online-softmax.md")
+    source = (REPO_ROOT / "snippets" / "online_softmax.py").read_text()
+    assert "can show more than 100 %" not in page
+    assert "16 bytes per slice" not in page
+    assert "pass 1 writes 8 bytes per slice" in page
+    assert "tl.load(m_ptr + row * n_chunks + slices" in source
+    assert "roofline is that peer's rate" in page
+
+
+def test_exercise_pages_say_what_their_checkers_check():
+    # online-softmax #3, softmax #1, tiled-gemm #1-#4: the "(checked)" texts
+    assert "no single `tl.load` may cover a whole row" in _page(
+        "triton-series/online-softmax.md"
+    )
+    assert "a launcher that assumes the row stride is `n_cols` fails" in _page(
+        "triton-series/softmax.md"
+    )
+    gemm = _page("triton-series/tiled-gemm.md")
+    assert "a `ValueError` for them fails" in gemm
+    assert "A bias epilogue done in PyTorch after the kernel fails" in gemm
