@@ -11,13 +11,17 @@ unnoticed. Checked with triton 3.9.
 
 from __future__ import annotations
 
+import inspect
 import json
+import math
 import os
 import re
 import subprocess
 import sys
 
 import pytest
+import torch
+import triton
 from conftest import REPO_ROOT
 
 DOCS = REPO_ROOT / "docs" / "gpu-architecture"
@@ -58,13 +62,14 @@ facts["int8"] = {a: dot(a, "i8") for a in (75, 80, 90)}
 facts["fp8e4"] = {a: dot(a, "fp8e4nv") for a in (75, 80, 89, 90)}
 facts["fp8e5"] = {a: dot(a, "fp8e5") for a in (75, 80, 89, 90)}
 facts["bf16"] = {a: dot(a, "bf16") for a in (75, 80, 90)}
+facts["fp16 dot"] = {a: dot(a, "fp16") for a in (75, 80)}
 
 # fma_chain: is the ITERS loop unrolled into straight-line code?
 sig = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_elements": "i32", "a": "fp32",
        "b": "fp32", "ITERS": "constexpr", "BLOCK_SIZE": "constexpr"}
 facts["fma loop"] = {}
 for arch in (80, 90):
-    for iters in (16, 64, 256, 1024):
+    for iters in (16, 32, 64, 128, 256, 1024):
         ptx = C.compile_for(gb.fma_chain_kernel, arch, sig,
                             {"ITERS": iters, "BLOCK_SIZE": 1024},
                             aligned=("x_ptr", "out_ptr", "n_elements"))["ptx"]
@@ -217,6 +222,11 @@ def test_fma_chain_keeps_a_loop_at_large_iters(facts):
     loop = facts["fma loop"]
     assert loop["90/16"] is False and loop["80/16"] is False  # straight line
     assert loop["90/256"] and loop["90/1024"] and loop["80/64"]
+    # review 01 finding 3: the page names the first looped count per target
+    assert loop["90/64"] is False and loop["90/128"]
+    assert loop["80/16"] is False and loop["80/32"]
+    looped = "from `ITERS = 128` on sm_90 (32 on sm_80) the PTX keeps a loop"
+    assert looped in _text(L01)
     assert "its own straight-line kernel" not in _text(L01)
 
 
@@ -304,4 +314,91 @@ def test_lesson_01_names_which_ceilings_it_measures():
     assert (
         "dense bfloat16 tensor-core rate (fp8 tensor cores have a higher peak" in text
     )
-    assert "(DRAM's bandwidth: data that stays in the 50 MB L2 moves faster" in text
+    assert (
+        "(DRAM's bandwidth: data that stays in the L2, 50 MiB on the H100 and"
+        " 60 MiB on the H200, moves faster" in text
+    )
+
+
+# ------------------------------------------- review records: page wording ---
+def test_lesson_01_says_fp16_loss_scaling_fights_underflow():
+    # review 01 finding 1: loss scaling is for small gradients, not overflow
+    text = _text(L01)
+    assert "fp16 overflows past 65 504, which is why" not in text
+    assert "underflow: below \\(2^{-24}\\) they round to zero" in text
+    # review 01 finding 5: digits of precision, from the significand widths
+    bf16 = (1 - math.log2(torch.finfo(torch.bfloat16).eps)) * math.log10(2)
+    fp16 = (1 - math.log2(torch.finfo(torch.float16).eps)) * math.log10(2)
+    assert f"about {bf16:.1f} decimal digits, against about {fp16:.1f} for fp16" in text
+
+
+def test_fp16_rounds_values_below_its_smallest_subnormal():
+    # review 02 finding 6: below 2^-24 values round (to 2^-24 or to 0), not flush
+    tiny = 2.0**-24
+    assert torch.tensor(tiny * 0.6).half().item() == tiny
+    assert torch.tensor(tiny * 0.5).half().item() == 0.0
+    text = _text(L02)
+    assert "flushed to zero" not in text and "flush to zero" not in text
+    assert "anything at or below half of it rounds to zero" in text
+
+
+def test_lesson_01_names_l2_sizes_sectors_programs_and_fp16_dot():
+    text = _text(L01)
+    # review 01 finding 6: the two GPUs' L2 sizes, as the data record them
+    for name, mib in (("nvidia-h100-80gb-hbm3", 50), ("nvidia-h200", 60)):
+        gpu = json.loads((REPO_ROOT / "data" / "timings" / f"{name}.json").read_text())
+        assert gpu["gpu"]["l2_bytes"] == mib * 2**20
+    assert "50 MB L2 moves faster" not in text
+    # review 01 finding 9: 32-byte sectors are the caches' unit, not DRAM's
+    assert "HBM and the caches move data in fixed pieces: 32-byte" not in text
+    assert "The caches (L1 and L2) move data in fixed pieces: 32-byte" in text
+    # review 01 finding 4: programs per SM are 1, 1, 1, 2, 4, 8, 16
+    assert "launches one, two, four, … programs per SM" not in text
+    assert "as 2, 4, 8 and 16 programs per SM of 4 warps each" in text
+    # review 01 finding 8: fp16 tl.dot on sm_75 is FMA (see dot() above)
+    assert "Triton's fp16 `tl.dot` from sm_80" in text
+
+
+def test_fp16_dot_uses_no_tensor_cores_on_a_t4(facts):
+    assert facts["fp16 dot"] == {"75": "fma", "80": "mma.sync"}
+
+
+def test_lesson_02_counts_lse_bytes_and_resident_heads(facts):
+    text = _text(L02)
+    # review 02 finding 4: 4 B of lse per row against d * 2 B of fp16 output
+    assert 4 / (64 * 2) == 1 / 32
+    assert "1/32 of its bytes when the output is fp16 or bf16" in text
+    # review 02 finding 5: one 128x128x3 program per SM (>half of 228 KiB)
+    assert 2 * facts["fwd 128x128x3 shared"]["90"] > 228 * 1024
+    assert "query blocks of one or two heads" not in text
+    assert "64 + 64 + 4 query blocks of three heads" in text
+
+
+def test_lesson_04_wording_matches_triton_and_the_launcher():
+    text = _text(L04)
+    # review 04 finding 1: v3's configs set no num_stages
+    src = (REPO_ROOT / "snippets" / "optimization_steps.py").read_text()
+    configs = src.split("TUNING_CONFIGS = [")[1].split("]\n")[0]
+    assert "num_stages" not in configs
+    assert "tile, warps and stages autotuned" not in text
+    assert "| v3 | tile and warps autotuned |" in text
+    # review 04 finding 7: BLOCK_N is the row rounded up to a power of two
+    assert triton.next_power_of_2(257) == 512
+    assert "no wider than the row" not in text
+    assert "the row length rounded up to a power of two (up to 1024)" in text
+    # review 04 finding 8: the dump is before each pass
+    assert "prints the IR after every compiler pass" not in text
+    assert "`MLIR_ENABLE_DUMP=1` prints the IR before every MLIR pass" in text
+    # review 04 finding 9: 132 SMs is the SXM part
+    assert "SMs (132 on an H100)" not in text
+    # review 04 finding 10: binary sizes, as MiB
+    assert 16384 * 4096 * 4 == 256 * 2**20
+    for old in ("(24 MB in all", "(384 MB)", "256 MB each", "(16 MB)"):
+        assert old not in text
+    # review 04 finding 12: the runner records whether the launch was hidden
+    assert "launch cost is not in the measurement" not in text
+    assert "`launch_hidden`" in text
+    # review 04 finding 13: do_bench's fourth parameter is grad_to_none
+    params = list(inspect.signature(triton.testing.do_bench).parameters)
+    assert params[:4] == ["fn", "warmup", "rep", "grad_to_none"]
+    assert "do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None," in text
