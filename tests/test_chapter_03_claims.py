@@ -276,3 +276,132 @@ def test_the_pages_ncu_command_asks_for_what_the_runner_captures():
     asked = re.search(r"--metrics (\S+)", command).group(1).split(",")
     assert asked == ncu["metrics"]
     assert " ".join(ncu["args"]) in command
+
+
+# ------------------------------------------------ review fixes (rev 3) ---
+def test_the_unfused_softmax_is_said_to_be_five_operations():
+    # softmax_unfused subtracts and exponentiates in two operations
+    text = " ".join(_text("fusion.md").split())
+    assert "again to subtract, again to exponentiate" in text
+    assert "five operations" in text
+
+
+def test_the_accuracy_cases_start_where_the_snippet_does():
+    from conftest import load_snippet
+
+    offsets = [c[2] for c in load_snippet("layernorm_linear_fold").ACCURACY_CASES
+               if c[1] == "offset"]  # fmt: skip
+    text = " ".join(_text("fusion.md").split())
+    assert f"mean is {min(offsets)} to {max(offsets)} standard deviations" in text
+
+
+def test_perf_model_narrows_the_timing_rather_than_replacing_it():
+    text = " ".join(_text("matmul-autotuning.md").split())
+    assert "model instead of timing" not in text
+    assert "which are then still timed" in text
+
+
+def test_the_h200_autotune_tab_is_said_to_list_every_size():
+    doc = json.loads((REPO_ROOT / "data/timings/nvidia-h200.json").read_text("utf-8"))
+    rows = doc["benchmarks"]["softmax_autograd_fwd"]["rows"]
+    assert all("autotune" not in row for row in rows)  # old runner
+    text = " ".join(_text("matmul-autotuning.md").split())
+    assert "What the H100 tab of the tables below shows is less" in text
+    assert "so its tab lists each size" in text
+
+
+_STAGES_PROBE = """
+import json, re
+import triton, triton.language as tl
+from triton_course import codegen
+
+@triton.jit
+def k_loop(a_ptr, b_ptr, c_ptr, K,
+           BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.arange(0, BM); rn = tl.arange(0, BN); rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        acc += tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc)
+
+sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32",
+       "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
+out = {}
+for arch in (80, 90):
+    ttgir = codegen.compile_for(k_loop, arch, sig, {"BM": 64, "BN": 64, "BK": 32},
+                                aligned=("a_ptr", "b_ptr", "c_ptr", "K"),
+                                num_stages=3, num_warps=4)["ttgir"]
+    out[arch] = sorted(set(re.findall(r"memdesc<(\\d+)x64x32", ttgir)))
+out["t4"] = codegen.dot(75, 16, 16, 16)["ptx"]
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def stages(tmp_path_factory):
+    # a file, not -c: triton.jit reads the kernel's source from it
+    probe = tmp_path_factory.mktemp("stages") / "probe.py"
+    probe.write_text(_STAGES_PROBE, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, str(probe)],
+        env=env, capture_output=True, text=True, cwd=REPO_ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_pipeline_buffers_per_target_match_the_page(stages):
+    # three stages: three A buffers on sm_90, two on sm_80
+    assert stages["90"] == ["3"], stages["90"]
+    assert stages["80"] == ["2"], stages["80"]
+    text = " ".join(_text("matmul-autotuning.md").split())
+    assert "`num_stages` of each on Hopper" in text
+    assert "`num_stages - 1` on sm_80 to sm_89" in text
+
+
+def test_t4_fma_is_blamed_on_the_compiler_not_the_gpu(stages):
+    ptx = stages["t4"]
+    assert "fma.rn.f32" in ptx and "mma" not in ptx
+    text = " ".join(_text("profiling-debugging.md").split())
+    assert "GPU has no tensor-core instruction" not in text
+    assert (
+        "Triton lowers a float16 `tl.dot` to FMA although the GPU has tensor cores"
+        in text
+    )
+
+
+def test_cross_page_references_point_to_the_other_pages():
+    text = " ".join(_text("profiling-debugging.md").split())
+    assert "pruning rule above" not in text and "The table above shows" not in text
+    assert "(matmul-autotuning.md#autotuning)" in text
+    assert "(matmul-autotuning.md#what-the-runners-autotuning-chose)" in text
+    assert "float64 (below)" not in text
+    assert "(pytorch-integration.md#" in text
+
+
+def test_launchers_that_do_not_refuse_overlap_are_said_not_to():
+    index = " ".join(_text("index.md").split())
+    assert "not whether an `out` you pass overlaps `x` or `y`" in index
+    memory = " ".join(_text("memory-access.md").split())
+    assert "`out` must be a separate tensor" in memory
+
+
+def test_the_vector_width_is_not_fixed_at_four():
+    memory = " ".join(_text("memory-access.md").split())
+    assert "vector of four)" not in memory
+    assert "four float32 or eight float16 elements" in memory
+
+
+def test_no_typed_h200_comparison_on_the_memory_page():
+    memory = " ".join(_text("memory-access.md").split())
+    assert "contrast is wider" not in memory and "barely" not in memory
+
+
+def test_the_support_matrix_is_called_compilation_not_runs():
+    text = _text("pytorch-integration.md")
+    assert "## Which GPUs run these kernels" not in text
+    assert "## Which GPUs compile these kernels" in text
+    assert "not that it has run there" in " ".join(text.split())
