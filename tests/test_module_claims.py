@@ -402,3 +402,21 @@ def test_lesson_04_wording_matches_triton_and_the_launcher():
     params = list(inspect.signature(triton.testing.do_bench).parameters)
     assert params[:4] == ["fn", "warmup", "rep", "grad_to_none"]
     assert "do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None," in text
+
+
+def test_review_findings_on_ridge_rows_warps_ranges_and_l2_ceiling():
+    l01, l02, l04 = _text(L01), _text(L02), _text(L04)
+    # review 01 finding 7: fma_chain's side of the ridge is up to the data
+    assert "Both points here sit right of the ridge" not in l01
+    assert "`fma_chain` sits near the ridge" in l01
+    # review 02 finding 2: the shown data still hold the 16 384 rows
+    assert "(the data shown still go to \\(16\\,384\\))" in l02
+    assert "still show those rows until the next run" in l02
+    # review 04 finding 5: every warp runs v0's scalar loop
+    assert "each warp runs the whole loop and issues the same load" in l04
+    assert "Four loads of 4 bytes in flight per program" not in l04
+    # review 04 finding 11: record_function ranges appear twice
+    assert "adds up to more than 100 %" in l04
+    # review 04 finding 4: no share of a ceiling raised to the kernel itself
+    assert "bench=l2_hot_add gpu=h100 value=pct_roofline" not in l04
+    assert "says nothing about the L2's limit" in l04
