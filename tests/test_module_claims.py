@@ -409,9 +409,13 @@ def test_review_findings_on_ridge_rows_warps_ranges_and_l2_ceiling():
     # review 01 finding 7: fma_chain's side of the ridge is up to the data
     assert "Both points here sit right of the ridge" not in l01
     assert "`fma_chain` sits near the ridge" in l01
-    # review 02 finding 2: the shown data still hold the 16 384 rows
-    assert "(the data shown still go to \\(16\\,384\\))" in l02
-    assert "still show those rows until the next run" in l02
+    # review 02 finding 2: the page says which data still hold 16 384 rows
+    for slug, gpu in (("nvidia-h100-80gb-hbm3", "H100"), ("nvidia-h200", "H200")):
+        doc = json.loads((REPO_ROOT / "data" / "timings" / f"{slug}.json").read_text())
+        rows = doc["benchmarks"]["flash_attention_fwd"]["rows"]
+        longest = max(r["size"]["n_ctx"] for r in rows)
+        said = f"the {gpu} tab, from an earlier version, goes to \\(16\\,384\\)" in l02
+        assert said == (longest == 16384), (gpu, longest)
     # review 04 finding 5: every warp runs v0's scalar loop
     assert "each warp runs the whole loop and issues the same load" in l04
     assert "Four loads of 4 bytes in flight per program" not in l04
