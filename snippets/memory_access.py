@@ -217,7 +217,24 @@ def _check_out(out, shape, x):
         raise ValueError(f"out must have shape {tuple(shape)}, x's dtype and device")
     if not out.is_contiguous():
         raise ValueError("out must be contiguous")
+    if _overlaps(out, x):
+        # Programs would read elements of x that other programs have already
+        # overwritten: the result would depend on the order they run in.
+        raise ValueError("out must not share memory with x: pass a new tensor")
     return out
+
+
+def _overlaps(a, b) -> bool:
+    # whether the bytes a and b can touch intersect (strides are never negative)
+    if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
+        return False
+
+    def span(t):
+        last = sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True))
+        return t.data_ptr(), t.data_ptr() + (last + 1) * t.element_size()
+
+    (a0, a1), (b0, b1) = span(a), span(b)
+    return a0 < b1 and b0 < a1
 
 
 def _interpreting() -> bool:

@@ -75,12 +75,29 @@ def vector_add(x, y, out=None, block_size=1024):
         raise ValueError("out must match x in shape, dtype and device")
     elif not out.is_contiguous():
         raise ValueError("out must be contiguous")
+    for name, t in (("x", x), ("y", y)):
+        # out may be x or y itself: each element is read, then written, by the
+        # same program. Shifted by even one element, a program would read
+        # what another has already written.
+        if _overlaps(out, t) and out.data_ptr() != t.data_ptr():
+            raise ValueError(
+                f"out overlaps {name} without being {name}: pass a new tensor"
+            )
     n_elements = x.numel()
     if n_elements == 0:
         return out
     grid = (triton.cdiv(n_elements, block_size),)  # one program per block
     vector_add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=block_size)
     return out
+
+
+def _overlaps(a, b) -> bool:
+    # whether two contiguous tensors' bytes intersect
+    if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    a1, b1 = a0 + a.numel() * a.element_size(), b0 + b.numel() * b.element_size()
+    return a0 < b1 and b0 < a1
 
 
 def _interpreting() -> bool:

@@ -17,7 +17,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from conftest import DEVICE, REPO_ROOT
+from conftest import DEVICE, REPO_ROOT, load_snippet
 
 CHAPTER = REPO_ROOT / "docs" / "gpu-architecture" / "03-custom-kernels"
 
@@ -382,11 +382,20 @@ def test_cross_page_references_point_to_the_other_pages():
     assert "(pytorch-integration.md#" in text
 
 
-def test_launchers_that_do_not_refuse_overlap_are_said_not_to():
+def test_the_pages_say_the_launchers_refuse_an_overlapping_out():
+    # index review #1, memory-access review #2: the launchers refuse it now
     index = " ".join(_text("index.md").split())
-    assert "not whether an `out` you pass overlaps `x` or `y`" in index
+    assert "not whether an `out` you pass overlaps" not in index
+    assert "an `out` that overlaps `x` or `y` without being one of them" in index
     memory = " ".join(_text("memory-access.md").split())
-    assert "`out` must be a separate tensor" in memory
+    assert "refuse an `out` that shares memory with `x`" in memory
+    mod = load_snippet("memory_access")
+    x = torch.randn(64, 64, device=DEVICE)
+    with pytest.raises(ValueError, match="must not share memory with x"):
+        mod.transpose(x, out=x)
+    buf = torch.randn(65, 32, device=DEVICE)
+    with pytest.raises(ValueError, match="must not share memory with x"):
+        mod.copy_2d(buf[:-1], out=buf[1:])
 
 
 def test_the_vector_width_is_not_fixed_at_four():

@@ -207,3 +207,22 @@ def test_runs_as_a_script(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "(200, 129): copies and transposes match" in done.stdout
+
+
+def test_an_out_sharing_memory_with_x_is_refused():
+    # Programs would read elements of x that others had already overwritten.
+    x = torch.randn(64, 64, device=DEVICE)
+    for method in ("tiled", "naive"):
+        with pytest.raises(ValueError, match="must not share memory with x"):
+            ma.transpose(x, out=x, method=method)
+    buf = torch.randn(65, 32, device=DEVICE)
+    for order in ("rows", "columns"):
+        with pytest.raises(ValueError, match="must not share memory with x"):
+            ma.copy_2d(buf[:-1], out=buf[1:], order=order)
+    # The check is by byte range: an out lying in the gaps of a strided x is
+    # refused too, though no element of x is in it (cheap, and never wrong).
+    wide = torch.randn(8, 64, device=DEVICE)
+    with pytest.raises(ValueError, match="must not share memory with x"):
+        ma.copy_2d(wide[:, :4], out=wide[1, 32:64].view(8, 4))
+    # a separate out still works
+    assert torch.equal(ma.copy_2d(buf[:-1]), buf[:-1])

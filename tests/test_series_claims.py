@@ -451,21 +451,22 @@ def test_the_checker_prose_says_what_it_compares_and_what_it_cannot_see():
 
 
 @pytest.mark.skipif(DEVICE != "cpu", reason="program order is the interpreter's")
-def test_vector_add_accepts_a_partly_overlapping_out_and_the_page_says_so():
-    # vector-addition review #4: the launcher does not refuse it (a snippet
-    # change waits for a GPU run), so the page must warn; out=x is safe
+def test_vector_add_refuses_a_partly_overlapping_out_and_the_page_says_so():
+    # vector-addition review #4: a shifted out gave a wrong sum with no error;
+    # the launcher now refuses it, and out=x exactly stays allowed (safe)
     mod = load_snippet("vector_add")
     buf = torch.arange(3000, dtype=torch.float32)
     x, out = buf[0:2048], buf[1:2049]
-    want = x + x
-    mod.vector_add(x, x, out=out)
-    assert not torch.equal(out, want)  # a silent wrong answer
+    with pytest.raises(ValueError, match="out overlaps x without being x"):
+        mod.vector_add(x, x.clone(), out=out)
+    with pytest.raises(ValueError, match="out overlaps y without being y"):
+        mod.vector_add(x.clone(), x, out=out)
     x = torch.arange(2048, dtype=torch.float32)
     want = x + x
     assert torch.equal(mod.vector_add(x, x, out=x), want)
     page = _page("triton-series/vector-addition.md")
     assert "partly overlaps `x` or `y`** (the same memory" in page
-    assert "is *not* refused" in page
+    assert "is *not* refused" not in page and "a few elements) is refused" in page
     assert "that says what to change" not in page  # review #5
 
 
@@ -507,36 +508,54 @@ def test_the_online_softmax_page_states_the_int32_column_limit():
     page = _page("triton-series/online-softmax.md")
     assert "There is no upper limit on the row length" not in page
     if int32_cols:
-        assert r"fewer than \(2^{31}\) elements" in page
+        assert r"fewer than \(2^{31}\) elements (`MAX_COLS`); a longer one" in page
+        assert "is refused" in page
+        # and the launcher refuses such rows (a meta tensor: no 4 GiB needed)
+        online = load_snippet("online_softmax")
+        x = torch.empty(1, 2**31, dtype=torch.float16, device="meta")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(online, "_interpreting", lambda: True)
+            with pytest.raises(ValueError, match="int32"):
+                online.online_softmax(x)
     else:  # widened: drop the limit from the page, and this branch
         pytest.fail("the column index is no longer int32: update the page")
 
 
 @pytest.mark.skipif(DEVICE != "cpu", reason="checked under the interpreter")
 def test_launchers_accept_an_out_whose_elements_overlap_and_pages_say_so():
-    # online-softmax #5, softmax #2, tiled-gemm #5: accepted, silently wrong
-    # (a check waits for a GPU run of the snippets); the pages warn meanwhile
-    x = torch.randn(3, 3000)
-    online = load_snippet("online_softmax")
-    out = torch.empty(1, 3000).expand(3, 3000)
-    online.online_softmax(x, out=out)
-    assert not torch.allclose(out, torch.softmax(x, dim=-1), atol=1e-5)
-    softmax = load_snippet("softmax")
-    x = torch.randn(8, 100)
-    out = torch.empty(1, 100).expand(8, 100)
-    softmax.softmax(x, out=out)
-    assert not torch.allclose(out, torch.softmax(x, dim=-1), atol=1e-5)
+    # tiled-gemm #5: accepted, silently wrong (a check waits for a GPU run of
+    # the snippet); the page warns meanwhile. The softmax launchers now refuse
+    # (test_softmax_launchers_refuse_an_out_whose_rows_overlap_and_pages_say_so)
     matmul = load_snippet("matmul")
     a, b = torch.randn(64, 64), torch.randn(64, 64)
     want = a @ b
     assert not torch.allclose(matmul.matmul(a, b, out=a), want, atol=1e-3)
+    page = _page("triton-series/tiled-gemm.md")
+    assert "must not share memory with `a` or `b`" in page
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="checked under the interpreter")
+def test_softmax_launchers_refuse_an_out_whose_rows_overlap_and_pages_say_so():
+    # online-softmax #5, softmax #2: an expanded out was accepted and filled
+    # wrongly; now refused, and the pages say what is refused and why
+    online = load_snippet("online_softmax")
+    softmax = load_snippet("softmax")
+    x = torch.randn(3, 3000)
+    for launch in (online.online_softmax, softmax.softmax, softmax.softmax_rows):
+        with pytest.raises(ValueError, match="out's rows overlap"):
+            launch(x, out=torch.empty(1, 3000).expand(3, 3000))
+        buffer = torch.randn(4, 3000)
+        with pytest.raises(ValueError, match="out shares memory with x"):
+            launch(buffer[:3], out=buffer[1:])
     pages = {
-        "online-softmax.md": "`out`'s rows must not share memory",
-        "softmax.md": "`out`'s rows must not share memory",
-        "tiled-gemm.md": "must not share memory with `a` or `b`",
+        "online-softmax.md": "An `out` whose rows overlap (a row stride of 0",
+        "softmax.md": "its rows must not overlap (`out.stride(0) >= n_cols`",
     }
     for name, words in pages.items():
-        assert words in _page(f"triton-series/{name}"), name
+        page = _page(f"triton-series/{name}")
+        assert words in page, name
+        assert "`out=x` is allowed" in page, name
+        assert "rows must not share memory" not in page, name
 
 
 _MASKED_LOAD = r"""

@@ -205,3 +205,15 @@ def test_the_allocator_rounds_a_4000_byte_tensor_up_to_4096_bytes():
     b = torch.empty(1000, device="cuda")
     assert abs(b.data_ptr() - a.data_ptr()) % 512 == 0
     assert abs(b.data_ptr() - a.data_ptr()) >= 4096
+
+
+def test_an_out_shifted_over_x_or_y_is_refused_and_out_x_is_allowed():
+    buf = torch.arange(3000, dtype=torch.float32, device=DEVICE)
+    x, shifted = buf[0:2048], buf[1:2049]
+    other = torch.ones(2048, device=DEVICE)
+    with pytest.raises(ValueError, match="out overlaps x without being x"):
+        va.vector_add(x, other, out=shifted)
+    with pytest.raises(ValueError, match="out overlaps y without being y"):
+        va.vector_add(other, x, out=shifted)
+    want = x + other
+    assert torch.equal(va.vector_add(x, other, out=x), want)  # in place: safe
