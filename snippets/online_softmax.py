@@ -106,6 +106,9 @@ def online_softmax_normalize_kernel(
 # --8<-- [start:launcher]
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 TARGET_PROGRAMS = 1024  # enough programs to keep every SM of a large GPU busy
+# The kernels compute a column index in int32 (chunk * CHUNK + start + offsets);
+# with power-of-two slices it stays below 2**31 for any row up to this length.
+MAX_COLS = 2**31 - 1
 
 
 def _num_warps(block_size: int) -> int:
@@ -136,6 +139,11 @@ def online_softmax(x, out=None, block_size=4096, chunk=None):
             f"the last dimension must be contiguous (stride 1), got stride "
             f"{x.stride(1)}: call .contiguous() first"
         )
+    if x.shape[1] > MAX_COLS:
+        raise ValueError(
+            f"rows of {x.shape[1]} elements: at most {MAX_COLS} (2**31 - 1), "
+            "because the kernels index columns in int32; split the row"
+        )
     if block_size <= 0 or block_size & (block_size - 1):
         raise ValueError(f"block_size must be a power of two, got {block_size}")
     if out is None:
@@ -144,6 +152,8 @@ def online_softmax(x, out=None, block_size=4096, chunk=None):
         raise ValueError("out must match x in shape, dtype and device")
     elif out.shape[1] > 1 and out.stride(1) != 1:
         raise ValueError("out must have a contiguous last dimension (stride 1)")
+    else:
+        _check_out_memory(x, out)
     n_rows, n_cols = x.shape
     if x.numel() == 0:
         return out
@@ -154,10 +164,10 @@ def online_softmax(x, out=None, block_size=4096, chunk=None):
         slices_wanted = triton.cdiv(TARGET_PROGRAMS, n_rows)
         chunk = triton.next_power_of_2(triton.cdiv(n_cols, slices_wanted))
         chunk = max(chunk, block_size)
-    elif chunk < block_size or chunk & (chunk - 1):
+    elif chunk < block_size or chunk & (chunk - 1) or chunk > MAX_COLS + 1:
         raise ValueError(
-            f"chunk must be a power of two and at least block_size ({block_size}), "
-            f"got {chunk}"
+            f"chunk must be a power of two, at least block_size ({block_size}) "
+            f"and at most 2**31, got {chunk}"
         )
     n_chunks = triton.cdiv(n_cols, chunk)
     m = torch.empty(n_rows, n_chunks, dtype=torch.float32, device=x.device)
@@ -174,6 +184,42 @@ def online_softmax(x, out=None, block_size=4096, chunk=None):
         CHUNKS_POW2=triton.next_power_of_2(n_chunks), num_warps=warps,
     )  # fmt: skip
     return out
+
+
+def _check_out_memory(x, out):
+    """Refuse an out that the kernels would fill wrongly: rows that overlap, or
+    memory shared with x. out=x itself is fine: pass 1 has finished before pass
+    2 starts, and each program of pass 2 reads a tile before writing that same
+    tile, which no other program touches."""
+    n_rows, n_cols = out.shape
+    if out.numel() == 0:
+        return
+    if n_rows > 1 and out.stride(0) < n_cols:
+        # e.g. an expanded tensor (row stride 0): rows would overwrite each other
+        raise ValueError(
+            f"out's rows overlap (row stride {out.stride(0)} < row length "
+            f"{n_cols}): pass an out whose rows do not share memory, such as "
+            "torch.empty_like(x)"
+        )
+    if out.data_ptr() == x.data_ptr() and out.stride() == x.stride():
+        return  # in place: out is x
+    if _overlaps(out, x):
+        raise ValueError(
+            "out shares memory with x: pass x itself (in place) or an out that "
+            "shares no memory with x"
+        )
+
+
+def _overlaps(a, b) -> bool:
+    # whether the memory spans of two tensors (first element to last) intersect
+    def span(t):  # t is 2-D; last = offset of its last element
+        last = (t.shape[0] - 1) * t.stride(0) + (t.shape[1] - 1) * t.stride(1)
+        return t.data_ptr(), t.data_ptr() + (last + 1) * t.element_size()
+
+    if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
+        return False
+    (a0, a1), (b0, b1) = span(a), span(b)
+    return a0 < b1 and b0 < a1
 
 
 def _interpreting() -> bool:

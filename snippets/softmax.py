@@ -124,7 +124,43 @@ def _check(x, out, name):
         raise ValueError("out must match x in shape, dtype and device")
     if out.shape[1] > 1 and out.stride(1) != 1:
         raise ValueError("out must have a contiguous last dimension (stride 1)")
+    _check_out_memory(x, out)
     return out
+
+
+def _check_out_memory(x, out):
+    """Refuse an out that the kernels would fill wrongly: rows that overlap, or
+    memory shared with x. out=x itself is fine: every program reads all of its
+    rows before it writes them, and no other program touches those rows."""
+    n_rows, n_cols = out.shape
+    if out.numel() == 0:
+        return
+    if n_rows > 1 and out.stride(0) < n_cols:
+        # e.g. an expanded tensor (row stride 0): rows would overwrite each other
+        raise ValueError(
+            f"out's rows overlap (row stride {out.stride(0)} < row length "
+            f"{n_cols}): pass an out whose rows do not share memory, such as "
+            "torch.empty_like(x)"
+        )
+    if out.data_ptr() == x.data_ptr() and out.stride() == x.stride():
+        return  # in place: out is x
+    if _overlaps(out, x):
+        raise ValueError(
+            "out shares memory with x: pass x itself (in place) or an out that "
+            "shares no memory with x"
+        )
+
+
+def _overlaps(a, b) -> bool:
+    # whether the memory spans of two tensors (first element to last) intersect
+    def span(t):  # t is 2-D; last = offset of its last element
+        last = (t.shape[0] - 1) * t.stride(0) + (t.shape[1] - 1) * t.stride(1)
+        return t.data_ptr(), t.data_ptr() + (last + 1) * t.element_size()
+
+    if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
+        return False
+    (a0, a1), (b0, b1) = span(a), span(b)
+    return a0 < b1 and b0 < a1
 
 
 def softmax(x, out=None):

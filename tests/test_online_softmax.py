@@ -247,6 +247,44 @@ def test_bad_out_is_rejected():
         om.online_softmax(x, out=torch.empty(4, 16, device=DEVICE)[:, ::2])
 
 
+def test_out_whose_rows_overlap_is_refused(seeded):
+    # online-softmax review #5: an expanded out was accepted and filled wrongly
+    x = torch.randn(3, 3000, device=DEVICE)
+    with pytest.raises(ValueError, match="out's rows overlap"):
+        om.online_softmax(x, out=torch.empty(1, 3000, device=DEVICE).expand(3, 3000))
+    buffer = torch.empty(3 * 1000 + 2000, device=DEVICE)
+    with pytest.raises(ValueError, match="out's rows overlap"):  # row stride 1000
+        om.online_softmax(x, out=buffer.as_strided((3, 3000), (1000, 1)))
+
+
+def test_out_sharing_memory_with_x_is_refused(seeded):
+    buffer = torch.randn(4, 3000, device=DEVICE)
+    with pytest.raises(ValueError, match="out shares memory with x"):
+        om.online_softmax(buffer[:3], out=buffer[1:])
+
+
+def test_out_is_x_works_in_place(seeded):
+    base = torch.randn(6, 900, device=DEVICE)
+    x = base[::2, 50:850]
+    want = expected(x)
+    assert om.online_softmax(x, out=x, block_size=64, chunk=256) is x
+    assert_close(x, want)
+
+
+def test_rows_of_2_to_the_31_are_refused(monkeypatch):
+    # online-softmax review #1: the column index is int32, so such rows wrap.
+    # A meta tensor has the shape without the 4 GiB; _interpreting lets it past
+    # the device check on a GPU machine too.
+    monkeypatch.setattr(om, "_interpreting", lambda: True)
+    assert om.MAX_COLS == 2**31 - 1
+    for n_cols in (2**31, 2**32 + 5):
+        x = torch.empty(1, n_cols, dtype=torch.float16, device="meta")
+        with pytest.raises(ValueError, match=r"at most 2147483647 \(2\*\*31 - 1\)"):
+            om.online_softmax(x)
+    with pytest.raises(ValueError, match="at most 2"):
+        om.online_softmax(torch.randn(2, 8, device=DEVICE), block_size=8, chunk=2**32)
+
+
 def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):

@@ -197,6 +197,34 @@ def test_bad_out_is_rejected(launcher):
         launcher(x, out=torch.empty(4, 16, device=DEVICE)[:, ::2])
 
 
+@pytest.mark.parametrize("launcher", LAUNCHERS, ids=LAUNCHER_IDS)
+def test_out_whose_rows_overlap_is_refused(launcher, seeded):
+    # softmax review #2: an expanded out was filled with one row's softmax
+    x = torch.randn(8, 100, device=DEVICE)
+    with pytest.raises(ValueError, match="out's rows overlap"):
+        launcher(x, out=torch.empty(1, 100, device=DEVICE).expand(8, 100))
+    buffer = torch.empty(8 * 50 + 50, device=DEVICE)
+    with pytest.raises(ValueError, match="out's rows overlap"):  # row stride 50
+        launcher(x, out=buffer.as_strided((8, 100), (50, 1)))
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS, ids=LAUNCHER_IDS)
+def test_out_sharing_memory_with_x_is_refused(launcher, seeded):
+    buffer = torch.randn(9, 100, device=DEVICE)
+    x, out = buffer[:8], buffer[1:]  # out is x shifted down by one row
+    with pytest.raises(ValueError, match="out shares memory with x"):
+        launcher(x, out=out)
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS, ids=LAUNCHER_IDS)
+def test_out_is_x_works_in_place(launcher, seeded):
+    base = torch.randn(20, 160, device=DEVICE)
+    x = base[::2, :100]  # strided rows, written over in place
+    want = expected(x)
+    assert launcher(x, out=x) is x
+    assert_close(x, want)
+
+
 @pytest.mark.parametrize("block_rows", [0, 3, -2])
 def test_bad_block_rows_is_rejected(block_rows):
     with pytest.raises(ValueError, match="power of two"):
