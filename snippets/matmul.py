@@ -168,6 +168,21 @@ def matmul(a, b, out=None, config=None, kernel=None):
         raise ValueError(f"out must be a {M}x{N} {a.dtype} tensor on {a.device}")
     if M == 0 or N == 0:
         return out
+    if _overlaps_itself(out):
+        # Two tiles would store into the same element, and the last store wins.
+        raise ValueError(
+            f"out's elements overlap or interleave (shape {tuple(out.shape)}, "
+            f"strides {out.stride()}; an expanded view, say): pass a tensor "
+            "whose rows or columns lie one after another, like torch.empty(M, N)"
+        )
+    for name, t in (("a", a), ("b", b)):
+        if _overlaps(out, t):
+            # Programs would read tiles of a or b that others have already
+            # overwritten; unlike torch.matmul there is no hidden copy.
+            raise ValueError(
+                f"out shares memory with {name}: pass a new tensor (or copy "
+                f"{name} first)"
+            )
     for name, t in (("a", a), ("b", b), ("out", out)):
         if _last_offset(t) > MAX_OFFSET:
             raise ValueError(
@@ -205,6 +220,31 @@ def matmul(a, b, out=None, config=None, kernel=None):
 def _last_offset(t) -> int:
     # how many elements past the first one t's last element lies
     return sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True))
+
+
+def _overlaps(x, y) -> bool:
+    # whether the bytes x and y can touch intersect (strides are never negative)
+    if x.numel() == 0 or y.numel() == 0 or x.device != y.device:
+        return False
+
+    def span(t):
+        return t.data_ptr(), t.data_ptr() + (_last_offset(t) + 1) * t.element_size()
+
+    (x0, x1), (y0, y1) = span(x), span(y)
+    return x0 < y1 and y0 < x1
+
+
+def _overlaps_itself(t) -> bool:
+    # Distinct for sure if, taking dimensions from the smallest stride up,
+    # each stride steps past every offset the smaller ones reach. Cautious:
+    # a layout whose rows interleave without sharing an element is refused.
+    dims = [(s, n) for n, s in zip(t.shape, t.stride(), strict=True) if n > 1]
+    reach = 0  # the largest offset the smaller-stride dimensions reach
+    for stride, n in sorted(dims):
+        if stride <= reach:  # a stride of 0 (expanded) lands here too
+            return True
+        reach += (n - 1) * stride
+    return False
 
 
 def _interpreting() -> bool:

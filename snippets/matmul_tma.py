@@ -304,6 +304,14 @@ def matmul_tma(a, b, out=None, persistent=True, split_epilogue=True, config=None
         raise ValueError("b must be row-major or a transposed row-major matrix")
     if M == 0 or N == 0:
         return out
+    # A row-major out cannot overlap itself, but it can share memory with an
+    # input, and programs would then read tiles that others already wrote.
+    for name, t in (("a", a), ("b", b)):
+        if _overlaps(out, t):
+            raise ValueError(
+                f"out shares memory with {name}: pass a new tensor (or copy "
+                f"{name} first)"
+            )
     size = a.element_size()
     if K * size % 16 or N * size % 16:
         raise ValueError(
@@ -351,6 +359,19 @@ def matmul_tma(a, b, out=None, persistent=True, split_epilogue=True, config=None
     else:
         matmul_tma_kernel_autotuned[grid](*args, **extra)
     return out
+
+
+def _overlaps(x, y) -> bool:
+    # whether the bytes x and y can touch intersect (strides are never negative)
+    if x.numel() == 0 or y.numel() == 0 or x.device != y.device:
+        return False
+
+    def span(t):
+        last = sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True))
+        return t.data_ptr(), t.data_ptr() + (last + 1) * t.element_size()
+
+    (x0, x1), (y0, y1) = span(x), span(y)
+    return x0 < y1 and y0 < x1
 
 
 def _scratch(size: int, alignment: int, stream):

@@ -177,6 +177,77 @@ def test_bad_out_is_rejected():
             mm.matmul(a, b, out=out, config=SMALL)
 
 
+def _aliasing_outs():
+    # (name, a, b, out): an out that shares memory with a or b, 16x16 @ 16x16
+    a, b = rand(16, 16), rand(16, 16)
+    buffer = rand(40, 16)
+    return [
+        ("a", a, b, a),
+        ("b", a, b, b),
+        ("a", a, b, a.t()),  # the same elements in another order
+        ("a", buffer[:16], b, buffer[8:24]),  # half of a's rows
+        ("b", a, buffer[24:], buffer[20:36]),  # a few of b's rows
+    ]
+
+
+@pytest.mark.parametrize("case", range(5), ids=["a", "b", "a.t", "part-a", "part-b"])
+def test_an_out_that_shares_memory_with_an_input_is_refused(case):
+    # tiled-gemm review #5: out=a gave a wrong product with no error, since
+    # programs read tiles of a that others had already overwritten
+    name, a, b, out = _aliasing_outs()[case]
+    before = out.clone()
+    with pytest.raises(ValueError, match=f"out shares memory with {name}"):
+        mm.matmul(a, b, out=out, config=SMALL)
+    assert torch.equal(out, before)  # refused before anything was written
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.empty(1, 16, device=DEVICE).expand(16, 16),  # row stride 0
+        lambda: torch.empty(16, 1, device=DEVICE).expand(16, 16),  # column stride 0
+        lambda: torch.empty(64, device=DEVICE).as_strided((16, 16), (2, 1)),
+        lambda: torch.empty(64, device=DEVICE).as_strided((16, 16), (1, 3)),
+    ],
+    ids=["expanded-rows", "expanded-cols", "rows-overlap", "cols-overlap"],
+)
+def test_an_out_whose_elements_overlap_is_refused(make):
+    # tiled-gemm review #5: two tiles stored into the same element and the
+    # last store won, again with no error
+    with pytest.raises(ValueError, match="out's elements overlap"):
+        mm.matmul(rand(16, 16), rand(16, 16), out=make(), config=SMALL)
+
+
+def test_the_self_overlap_check_never_passes_an_overlapping_layout():
+    # every small 2-D layout, strides 0..6: accepted means distinct offsets
+    # (brute force); refused-but-distinct is the documented cautious case
+    refused_distinct = 0
+    for shape in ((1, 1), (1, 4), (4, 1), (2, 3), (3, 3), (4, 2)):
+        for s0 in range(7):
+            for s1 in range(7):
+                t = torch.empty(64).as_strided(shape, (s0, s1))
+                offsets = {
+                    i * s0 + j * s1 for i in range(shape[0]) for j in range(shape[1])
+                }
+                distinct = len(offsets) == t.numel()
+                if not mm._overlaps_itself(t):
+                    assert distinct, (shape, (s0, s1))
+                refused_distinct += distinct and mm._overlaps_itself(t)
+    assert not mm._overlaps_itself(torch.empty(5, 7))
+    assert not mm._overlaps_itself(torch.empty(7, 5).t())
+    assert not mm._overlaps_itself(torch.empty(9, 9)[::2, 1:8])
+    assert refused_distinct > 0  # e.g. (2, 3) with strides (3, 2): interleaved
+
+
+def test_an_out_beside_the_inputs_in_one_buffer_is_accepted(seeded):
+    # the check looks at bytes, not at which allocation a tensor came from
+    buffer = rand(48, 16)
+    a, b, out = buffer[:16], buffer[16:32], buffer[32:]
+    want = expected(a, b)
+    mm.matmul(a, b, out=out, config=SMALL)
+    assert_close(out, want, **product_tolerance(torch.float32, 16))
+
+
 def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):

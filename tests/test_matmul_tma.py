@@ -149,6 +149,34 @@ def test_bad_out_is_rejected():
         mt.matmul_tma(a, b, out=rand(8, 8).t(), config=SMALL)
 
 
+def test_an_out_that_shares_memory_with_an_input_is_refused():
+    # tiled-gemm review #5, TMA launcher too: out=a read tiles of a that other
+    # programs had already overwritten. (A row-major out, which this launcher
+    # demands, cannot overlap itself.)
+    a, b = rand(16, 16), rand(16, 16)
+    buffer = rand(48, 16)
+    for name, x, y, out in (
+        ("a", a, b, a),
+        ("b", a, b, b),
+        ("a", buffer[:16], b, buffer[8:24]),
+        ("b", a, buffer[32:], buffer[24:40]),
+    ):
+        before = out.clone()
+        with pytest.raises(ValueError, match=f"out shares memory with {name}"):
+            mt.matmul_tma(x, y, out=out, config=SMALL)
+        assert torch.equal(out, before)
+    with pytest.raises(ValueError, match="row-major"):  # its layout, first
+        mt.matmul_tma(a, b, out=torch.empty(1, 16, device=DEVICE).expand(16, 16))
+
+
+def test_an_out_beside_the_inputs_in_one_buffer_is_accepted(seeded):
+    buffer = rand(48, 16)
+    a, b, out = buffer[:16], buffer[16:32], buffer[32:]
+    want = a.double() @ b.double()
+    mt.matmul_tma(a, b, out=out, config=SMALL)
+    assert_close(out, want, atol=1e-4, rtol=1e-4)
+
+
 def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
