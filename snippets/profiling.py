@@ -25,7 +25,8 @@ def add_kernel(
     n_elements,
     BLOCK_SIZE: tl.constexpr,
 ):
-    offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    # int64: in int32, pid * BLOCK_SIZE wraps round past 2**31 - 1 elements
+    offsets = tl.program_id(axis=0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)
     y = tl.load(y_ptr + offsets, mask=mask).to(tl.float32)
@@ -41,10 +42,16 @@ def bias_gelu_kernel(
     n_cols,
     BLOCK_SIZE: tl.constexpr,
 ):
-    offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    start = tl.program_id(axis=0).to(tl.int64) * BLOCK_SIZE  # int64, as above
+    offsets = start + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)
-    b = tl.load(bias_ptr + offsets % n_cols, mask=mask).to(tl.float32)
+    # Column of each element: one int64 remainder per program, then int32
+    # per element (a 64-bit % is many instructions; the launcher keeps
+    # n_cols + BLOCK_SIZE inside int32).
+    col0 = (start % n_cols).to(tl.int32)
+    cols = (col0 + tl.arange(0, BLOCK_SIZE)) % n_cols
+    b = tl.load(bias_ptr + cols, mask=mask).to(tl.float32)
     h = x + b
     # GELU, tanh form: 0.5 h (1 + tanh(z)) = h * sigmoid(2 z),
     # with z = sqrt(2 / pi) * (h + 0.044715 h^3).
@@ -114,6 +121,12 @@ def bias_gelu(x, bias, out=None, block_size=1024):
             f"bias must be a vector of x.shape[-1] elements: x {tuple(x.shape)}, "
             f"bias {tuple(bias.shape)}"
         )
+    if x.shape[-1] + block_size > 2**31 - 1:
+        # the kernel's per-element column index is int32 (see bias_gelu_kernel)
+        raise ValueError(
+            f"rows of {x.shape[-1]} elements are too long: the last dimension "
+            f"plus block_size ({block_size}) must stay below 2**31"
+        )
     out = _output(out, x)
     n = x.numel()
     if n:
@@ -149,10 +162,14 @@ def bias_gelu_ref(x, bias):
 def time_cuda(fn, warmup=10, reps=100, flush_l2=True):
     """Median milliseconds of fn() on the GPU, the way do_bench does it.
 
-    CUDA events are recorded on the GPU's own clock around each call, so the
-    CPU's launch work is not counted. Calls before timing compile the kernel
-    and warm the clocks. Zeroing a 256 MB buffer before each call evicts the
-    inputs from L2, so each call starts cold, as in a real model.
+    CUDA events are stamped on the GPU's clock when the GPU reaches them. If
+    the GPU has nothing queued ahead of start, it reaches start at once and
+    then waits while Python launches fn(), so that launch work is counted.
+    Here the 256 MB zeroing queued before each call usually gives the CPU
+    that head start; with flush_l2=False nothing does, and a short kernel
+    times mostly its launch (the course's runner queues a GPU sleep first).
+    Calls before timing compile the kernel and warm the clocks. The zeroing
+    also evicts the inputs from L2, so each call starts cold, as in a model.
     """
     scratch = torch.empty(256 * 2**20, dtype=torch.int8, device="cuda")
     for _ in range(warmup):

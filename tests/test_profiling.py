@@ -141,6 +141,85 @@ def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
         pf.add(torch.ones(2), torch.ones(2))
 
 
+def test_bias_gelu_refuses_rows_too_long_for_its_int32_column(monkeypatch):
+    # meta tensors: the size check runs before anything is allocated
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    n = 2**31 - 1024
+    x = torch.empty(1, n, device="meta")
+    with pytest.raises(ValueError, match="too long"):
+        pf.bias_gelu(x, torch.empty(n, device="meta"))
+    with pytest.raises(ValueError, match="too long"):
+        pf.bias_gelu(
+            x[:, :-1].contiguous(), torch.empty(n - 1, device="meta"), block_size=1025
+        )
+
+
+# Review 04, finding 6: both kernels compiled for sm_90 as a launch of
+# 2**31 + 4096 float16 elements compiles them (n_elements no longer fits int32,
+# so it arrives as i64; n_cols 4096). Every address offset must be i64 and no
+# product may be i32 where it could wrap.
+_WIDE_SCRIPT = r"""
+import json, sys
+from pathlib import Path
+from triton_course import codegen, excerpts
+
+pf = excerpts._load(Path("snippets") / "profiling.py")
+ptr = lambda *names: dict.fromkeys(names, "*fp16")
+sigs = {
+    "add_kernel": ptr("x_ptr", "y_ptr", "out_ptr")
+    | {"n_elements": "i64", "BLOCK_SIZE": "constexpr"},
+    "bias_gelu_kernel": ptr("x_ptr", "bias_ptr", "out_ptr")
+    | {"n_elements": "i64", "n_cols": "i32", "BLOCK_SIZE": "constexpr"},
+}
+out = {}
+for name, sig in sigs.items():
+    pointers = [k for k in sig if k.endswith("_ptr")]
+    kernel = getattr(pf, name)
+    asm = codegen.compile_for(kernel, 90, sig, {"BLOCK_SIZE": 1024}, pointers)
+    out[name] = asm["ttir"]
+json.dump(out, sys.stdout)
+"""
+
+
+@pytest.fixture(scope="module")
+def wide_ttir():
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO_ROOT
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, "-c", _WIDE_SCRIPT],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("kernel", ["add_kernel", "bias_gelu_kernel"])
+def test_kernels_address_in_int64(wide_ttir, kernel):
+    import re
+
+    lines = [ln.split(" loc(")[0].strip() for ln in wide_ttir[kernel].splitlines()]
+    # the program id is widened before it is multiplied by BLOCK_SIZE
+    assert any(re.search(r"arith\.extsi %\w+ : i32 to i64$", ln) for ln in lines)
+    products = [ln for ln in lines if "arith.muli" in ln]
+    assert products and all(re.search(r"i64>?$", ln) for ln in products), products
+    # every pointer into x / y / out steps by an i64 offset; only the bias,
+    # indexed by a column below n_cols + BLOCK_SIZE (< 2**31), may use i32
+    steps = [ln for ln in lines if "tt.addptr" in ln]
+    wide = [ln for ln in steps if re.search(r"(\bi64|xi64>)$", ln)]
+    assert len(wide) == {"add_kernel": 3, "bias_gelu_kernel": 2}[kernel], steps
+    assert len(steps) - len(wide) == {"add_kernel": 0, "bias_gelu_kernel": 1}[kernel]
+
+
 # ------------------------------------------------------------ GPU only ---
 @pytest.mark.gpu
 def test_timer_and_hot_benchmark_on_gpu():
