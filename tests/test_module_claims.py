@@ -22,7 +22,7 @@ import sys
 import pytest
 import torch
 import triton
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, load_snippet
 
 DOCS = REPO_ROOT / "docs" / "gpu-architecture"
 INDEX = DOCS / "index.md"
@@ -296,6 +296,22 @@ def test_lesson_04_describes_the_runners_timer():
     text = _text(L04)
     assert "times every table with `do_bench(..., quantiles" not in text
     assert "interleaved rounds" in text
+
+
+def test_lesson_04_says_when_the_events_count_the_launch():
+    # review 04 finding 2: events are stamped when the GPU reaches them, so
+    # with nothing queued ahead of start the launch falls between them
+    doc = " ".join(
+        load_snippet("profiling").time_cuda.__doc__.split()
+    )  # the docstring is the page's text (profiling.py:timer)
+    assert "launch work is not counted" not in doc
+    assert "so that launch work is counted" in doc
+    assert "with flush_l2=False nothing does" in doc
+    # finding 3: exercise 3 hides the launch before comparing hot and cold
+    ex3 = _text(L04).split("## Exercises")[1].split("3. ")[1].split("4. ")[0]
+    assert "torch.cuda._sleep(cycles)" in ex3
+    assert "`do_bench`" not in ex3
+    assert "autotuner's dispatch fall between the events" in ex3
 
 
 def test_lesson_04_shows_no_runner_configuration_as_lesson_code():
