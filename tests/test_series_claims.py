@@ -522,16 +522,23 @@ def test_the_online_softmax_page_states_the_int32_column_limit():
 
 
 @pytest.mark.skipif(DEVICE != "cpu", reason="checked under the interpreter")
-def test_launchers_accept_an_out_whose_elements_overlap_and_pages_say_so():
-    # tiled-gemm #5: accepted, silently wrong (a check waits for a GPU run of
-    # the snippet); the page warns meanwhile. The softmax launchers now refuse
-    # (test_softmax_launchers_refuse_an_out_whose_rows_overlap_and_pages_say_so)
+def test_matmul_refuses_an_out_that_overlaps_and_the_page_says_so():
+    # tiled-gemm #5: out=a and an expanded out gave a wrong product with no
+    # error; matmul now refuses both, and the page says what and why
     matmul = load_snippet("matmul")
     a, b = torch.randn(64, 64), torch.randn(64, 64)
-    want = a @ b
-    assert not torch.allclose(matmul.matmul(a, b, out=a), want, atol=1e-3)
-    page = _page("triton-series/tiled-gemm.md")
-    assert "must not share memory with `a` or `b`" in page
+    with pytest.raises(ValueError, match="out shares memory with a"):
+        matmul.matmul(a, b, out=a)
+    with pytest.raises(ValueError, match="out's elements overlap"):
+        matmul.matmul(a, b, out=torch.empty(1, 64).expand(64, 64))
+    x = a.clone()
+    torch.matmul(x, b, out=x)  # the page: no safer in PyTorch on the CPU
+    assert torch.equal(x, torch.zeros_like(x))  # torch 2.13 (CPU), as pinned
+    page = " ".join(_page("triton-series/tiled-gemm.md").split())
+    assert "shares memory with `a` or `b`**" in page
+    assert "on the CPU, with torch 2.13, it returns zeros" in page
+    assert "**whose own elements overlap**" in page
+    assert "does not check either yet" not in page
 
 
 @pytest.mark.skipif(DEVICE != "cpu", reason="checked under the interpreter")
