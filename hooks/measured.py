@@ -11,8 +11,12 @@ time. Directives, each written in a page's Markdown outside code blocks:
 
 ``[[measured bench=NAME gpu=h100 value=pct_roofline dtype=float32 n_elements=largest]]``
     One number from one row, inline. ``value`` is one of ``rate``,
-    ``median_ms``, ``pct_roofline``, ``roofline``, ``ratio:<peer>``
-    (Triton's rate over that peer's), or ``gpu.<field>`` (e.g. gpu.sm_count;
+    ``median_ms``, ``pct_roofline``, ``roofline`` (the ceiling percentages
+    use), ``roofline_probe`` (what the probe itself measured, before the
+    runner raised the ceiling to a faster kernel's rate), ``ratio:<peer>``
+    (Triton's rate over that peer's: the median of the round-by-round ratios,
+    the same number the timing table shows for that row and peer), or
+    ``gpu.<field>`` (e.g. gpu.sm_count;
     gpu.l2_mib and gpu.memory_gib are derived from l2_bytes and memory_bytes).
     Size parameters select the row; ``largest`` picks the biggest value.
     ``peer=`` (default Triton) picks whose number it is.
@@ -156,6 +160,18 @@ def _ratio(row: dict, peer: str, base: str = "Triton") -> float | None:
     if base not in results or peer not in results:
         return None
     return results[base]["rate"] / results[peer]["rate"]
+
+
+def _peer_ratio(row: dict, peer: str, legacy: bool, base: str = "Triton"):
+    """base's rate over peer's as the site shows it, in the table cell and in
+    [[measured value=ratio:]] alike, so one row's ratio reads the same in
+    both: the median of the round-by-round ratios (what verdicts and claims
+    judge), or in format 1 (no rounds) the ratio of the two medians. None if
+    either result is absent."""
+    if legacy:
+        ratio = _ratio(row, peer, base=base)
+        return None if ratio is None else _legacy_spread(ratio)
+    return T.paired_ratio(row, peer, base=base)
 
 
 def _pct_roofline(row: dict, bench: dict, peer: str = "Triton") -> float | None:
@@ -329,14 +345,14 @@ def render_compact(bench: dict, legacy: bool) -> str:
         tri = row["results"].get("Triton")
         cells.append(_fmt_number(tri["rate"]) if tri else "—")
         for p in others:
-            ratio = _ratio(row, p)
-            if ratio is None:
+            spread = _peer_ratio(row, p, legacy)
+            if spread is None:
                 cells.append("—")
             elif legacy:
-                cells.append(f"{ratio:.2f}×")
+                cells.append(f"{spread.median:.2f}×")
             else:
-                spread = _pm(T.paired_ratio(row, p)).replace(" %", "%")
-                cells.append(f"{ratio:.2f}× <small>{spread}</small>")
+                pm = _pm(spread).replace(" %", "%")
+                cells.append(f"{spread.median:.2f}× <small>{pm}</small>")
         pct = _pct_roofline(row, bench)
         cells.append(f"{pct:.0f} %" if pct is not None else "—")
         rows.append(cells)
@@ -662,6 +678,12 @@ def render_measured(text: str, gpus: list, root: Path) -> str:
         number = (
             f"{_fmt_number(bench['roofline']['value'])} {bench['roofline']['unit']}"
         )
+    elif value == "roofline_probe":
+        # What the probe itself measured: the runner may have raised the
+        # ceiling to a faster kernel's rate (probe_value keeps the probe's);
+        # data without probe_value were never raised.
+        roof = bench["roofline"]
+        number = f"{_fmt_number(roof.get('probe_value', roof['value']))} {roof['unit']}"
     else:
         raise ValueError(f"unknown value {value!r}")
     if T.is_stale(bench, root):
@@ -874,11 +896,7 @@ def _shown(row: dict, bench: dict, value: str, peer: str, g) -> tuple[T.Spread, 
     if value.startswith("row:"):
         return _row_ratio(row, bench, value, peer, g)
     other = value[6:]
-    if g.legacy:
-        ratio = _ratio(row, other, base=peer)
-        spread = None if ratio is None else _legacy_spread(ratio)
-    else:
-        spread = T.paired_ratio(row, other, base=peer)
+    spread = _peer_ratio(row, other, g.legacy, base=peer)
     if spread is None:
         raise ValueError(f"no result for peer {other!r}")
     return spread, f"{spread.median:.2f}× {_pm(spread)}"
