@@ -59,6 +59,26 @@ def load_snippet(name: str):
     return load_file(SNIPPETS / f"{name}.py")
 
 
+def compile_in_subprocess(script: str, *args: str, timeout: int = 600):
+    """Run a script that compiles kernels for a GPU target (no GPU needed) in
+    a process without TRITON_INTERPRET, and return the JSON it prints last.
+    Compiling needs the real compiler, which the interpreter replaces."""
+    import json
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def poison_(tensor: torch.Tensor) -> torch.Tensor:
     """Fill with NaN (or the dtype's max for integers): an unwritten element fails."""
     if tensor.dtype.is_floating_point:

@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, compile_in_subprocess
 
 
 def _codegen(*args: str) -> dict:
@@ -308,17 +308,7 @@ json.dump(ttir, sys.stdout)
 
 @pytest.fixture(scope="module")
 def big_launch_ttir():
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run(
-        [sys.executable, "-c", _WIDTH_SCRIPT],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
+    return compile_in_subprocess(_WIDTH_SCRIPT, timeout=300)
 
 
 def _body(ttir: str) -> list[str]:

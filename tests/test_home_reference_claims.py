@@ -9,13 +9,10 @@ reads the page. Each test fails if the wrong statement comes back.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, compile_in_subprocess
 
 DOCS = REPO_ROOT / "docs"
 DATA = REPO_ROOT / "data" / "timings"
@@ -127,17 +124,7 @@ def _layout(ttgir: str) -> tuple[int, int, int]:
 def frameworks_kernel():
     src = (REPO_ROOT / "snippets" / "vector_add_frameworks.py").read_text("utf-8")
     block = int(re.search(r"add_kernel\[grid\]\(.*BLOCK=(\d+)\)", src).group(1))
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run(
-        [sys.executable, "-c", _COMPILE, str(block)],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return block, json.loads(done.stdout)
+    return block, compile_in_subprocess(_COMPILE, str(block), timeout=300)
 
 
 def test_ttgir_tab_states_the_elements_each_thread_holds():

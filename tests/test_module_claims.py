@@ -14,15 +14,12 @@ from __future__ import annotations
 import inspect
 import json
 import math
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
 import triton
-from conftest import REPO_ROOT, load_snippet
+from conftest import REPO_ROOT, compile_in_subprocess, load_snippet
 
 DOCS = REPO_ROOT / "docs" / "gpu-architecture"
 INDEX = DOCS / "index.md"
@@ -142,17 +139,7 @@ print(json.dumps(facts))
 
 @pytest.fixture(scope="module")
 def facts():
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run(
-        [sys.executable, "-c", _FACTS_SCRIPT],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return compile_in_subprocess(_FACTS_SCRIPT)
 
 
 def _text(path) -> str:

@@ -183,24 +183,9 @@ json.dump(out, sys.stdout)
 
 @pytest.fixture(scope="module")
 def wide_ttir():
-    import json
-    import os
-    import subprocess
-    import sys
+    from conftest import compile_in_subprocess
 
-    from conftest import REPO_ROOT
-
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run(
-        [sys.executable, "-c", _WIDE_SCRIPT],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
+    return compile_in_subprocess(_WIDE_SCRIPT, timeout=300)
 
 
 @pytest.mark.parametrize("kernel", ["add_kernel", "bias_gelu_kernel"])

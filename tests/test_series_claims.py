@@ -15,7 +15,7 @@ import sys
 
 import pytest
 import torch
-from conftest import DEVICE, REPO_ROOT, load_snippet
+from conftest import DEVICE, REPO_ROOT, compile_in_subprocess, load_snippet
 
 DOCS = REPO_ROOT / "docs"
 SERIES = DOCS / "triton-series"
@@ -28,17 +28,7 @@ def _page(path) -> str:
 
 def _compile(script: str) -> dict:
     """Run a compile script in a process without the interpreter."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
+    return compile_in_subprocess(script)
 
 
 # ------------------------------------------- matmul_tma.py's config comment ---
