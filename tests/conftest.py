@@ -59,16 +59,22 @@ def load_snippet(name: str):
     return load_file(SNIPPETS / f"{name}.py")
 
 
-def compile_in_subprocess(script: str, *args: str, timeout: int = 600):
+def compile_in_subprocess(script: str | Path, *args: str, timeout: int = 600):
     """Run a script that compiles kernels for a GPU target (no GPU needed) in
     a process without TRITON_INTERPRET, and return the JSON it prints last.
-    Compiling needs the real compiler, which the interpreter replaces."""
+    Compiling needs the real compiler, which the interpreter replaces.
+    ``script`` is source text (run with -c) or a file (needed when triton.jit
+    must read a kernel's source); either way the repository is importable."""
     import json
     import subprocess
 
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p
+    )
+    source = [str(script)] if isinstance(script, Path) else ["-c", script]
     done = subprocess.run(
-        [sys.executable, "-c", script, *args],
+        [sys.executable, *source, *args],
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,

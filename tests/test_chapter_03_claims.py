@@ -17,7 +17,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from conftest import DEVICE, REPO_ROOT, load_snippet
+from conftest import DEVICE, REPO_ROOT, compile_in_subprocess, load_snippet
 
 CHAPTER = REPO_ROOT / "docs" / "gpu-architecture" / "03-custom-kernels"
 
@@ -42,13 +42,7 @@ print(json.dumps(found))
 
 @pytest.fixture(scope="module")
 def dots():
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE], cwd=REPO_ROOT, env=env,
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return compile_in_subprocess(_PROBE)
 
 
 @pytest.mark.parametrize("arch", [80, 90])
@@ -344,13 +338,7 @@ def stages(tmp_path_factory):
     # a file, not -c: triton.jit reads the kernel's source from it
     probe = tmp_path_factory.mktemp("stages") / "probe.py"
     probe.write_text(_STAGES_PROBE, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run(
-        [sys.executable, str(probe)],
-        env=env, capture_output=True, text=True, cwd=REPO_ROOT,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return compile_in_subprocess(probe)
 
 
 def test_pipeline_buffers_per_target_match_the_page(stages):

@@ -580,14 +580,7 @@ def test_a_load_without_other_is_zero_filled_on_3_9_and_the_page_says_so(tmp_pat
     # triton 3.9 does: the PTX zeroes the register before the predicated load
     script = tmp_path / "masked_load.py"
     script.write_text(_MASKED_LOAD)
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(REPO_ROOT)
-    done = subprocess.run(
-        [sys.executable, str(script)], cwd=REPO_ROOT, env=env,
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    ptx = json.loads(done.stdout)
+    ptx = compile_in_subprocess(script)
     zeroed = re.search(
         r"mov\.u32 (%r\d+), 0x0;\s*\n\s*@%p\d+ ld\.global\.b32 \{ \1 \}", ptx
     )
