@@ -962,3 +962,25 @@ def test_the_phone_plot_wraps_its_title_and_thins_its_size_labels():
         else:
             right = x + width
         assert right <= P.NARROW.w + 1, text
+
+
+def test_a_ratio_point_is_the_median_of_round_by_round_ratios():
+    # Medians 1.0 ms and 1.3 ms (ratio of medians 1.3), but round by round the
+    # peer took 1.0, 1.0, 1.9 times as long: the median of those is 1.0, the
+    # number tables and [[measured ratio:]] print. The plot must agree.
+    tri = {"median_ms": 1.0, "q25_ms": 1.0, "q75_ms": 2.0}
+    tri["rounds_ms"] = [1.0, 2.0, 1.0]
+    peer = {"median_ms": 1.3, "q25_ms": 1.3, "q75_ms": 2.0}
+    peer["rounds_ms"] = [1.0, 2.0, 1.9]
+    row = {"size": {"n": 1}, "dtype": "float32", "work": 1.0}
+    row["results"] = {"Triton": tri, "eager": peer}
+    bench = {"rows": [row]}
+    (point,) = P.ratio_points(bench, "float32", "eager")
+    paired = T.paired_ratio(row, "eager")
+    assert point["ratio"] == pytest.approx(paired.median) == pytest.approx(1.0)
+    assert (point["low"], point["high"]) == (paired.low, paired.high)
+    # Legacy rows (no rounds) still plot the ratio of the two medians.
+    for result in row["results"].values():
+        del result["rounds_ms"]
+    (legacy,) = P.ratio_points(bench, "float32", "eager")
+    assert legacy["ratio"] == legacy["low"] == legacy["high"] == pytest.approx(1.3)

@@ -537,8 +537,9 @@ def best_peer(row: dict) -> str | None:
 
 def ratio_points(bench: dict, dtype: str, vs: str | None = None, rows=None) -> list:
     """Per row of one dtype: Triton ÷ the peer ``vs`` (default: the best
-    peer), with the round-by-round interval where the data has rounds (else
-    low = high = the ratio)."""
+    peer). Where the data has rounds, the point is the median of the
+    round-by-round ratios with their interval, the number tables and
+    ``[[measured ratio:]]`` print; legacy data has only the two medians."""
     from triton_course import timings as T
 
     points = []
@@ -549,9 +550,11 @@ def ratio_points(bench: dict, dtype: str, vs: str | None = None, rows=None) -> l
         if peer not in r["results"]:
             continue
         tri, other = r["results"]["Triton"], r["results"][peer]
-        ratio = other["median_ms"] / tri["median_ms"]
         spread = T.paired_ratio(r, peer) if "rounds_ms" in tri else None
-        low, high = (spread.low, spread.high) if spread else (ratio, ratio)
+        if spread is not None:
+            ratio, low, high = spread.median, spread.low, spread.high
+        else:
+            ratio = low = high = other["median_ms"] / tri["median_ms"]
         points.append(
             {"row": r, "peer": peer, "ratio": ratio, "low": low, "high": high}
         )
