@@ -102,8 +102,33 @@ def seeded():
     torch.manual_seed(1234)
 
 
+def _compile_heavy(item) -> bool:
+    return item.name.startswith("test_runs_as_a_script") or bool(
+        item.get_closest_marker("compile_heavy")
+    )
+
+
+def heavy_first(items: list) -> list:
+    """The compile-heavy checks interleaved with the others at the front:
+    heavy, light, heavy, light, ... then the rest, each group in its order.
+
+    The GPU runner's checks take minutes on 12 pytest-xdist workers, bound by
+    compiling. With ``--maxschedchunk=1`` (the runner passes it) xdist gives
+    worker k items 2k and 2k+1 first, then one item each time one finishes:
+    so every worker starts on a check that compiles for a minute, and none of
+    those starts last and finishes alone."""
+    heavy = [item for item in items if _compile_heavy(item)]
+    light = [item for item in items if not _compile_heavy(item)]
+    front = []
+    for pair in zip(heavy, light, strict=False):
+        front.extend(pair)
+    n = min(len(heavy), len(light))
+    return front + heavy[n:] + light[n:]
+
+
 def pytest_collection_modifyitems(config, items):
     if HAS_GPU:
+        items[:] = heavy_first(items)
         return
     gpu_only = [item for item in items if item.get_closest_marker("gpu")]
     if gpu_only:

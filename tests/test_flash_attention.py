@@ -363,6 +363,7 @@ def test_sdpa_kernels_are_named():
 
 
 @pytest.mark.gpu
+@pytest.mark.compile_heavy
 def test_default_configs_on_the_gpu(seeded):
     # The tiles the benchmark uses, on a length that is not a tile multiple.
     for d in (64, 128):

@@ -78,6 +78,7 @@ def test_without_normalize_is_the_plain_linear(dtype, seeded):
     assert_close(out, expected)
 
 
+@pytest.mark.compile_heavy  # on a GPU: autotunes seven configs in float32
 def test_default_config_and_eps(seeded):
     args = _inputs(20, 50, 30, torch.float32)
     out = ll.layernorm_linear(*args, eps=0.1)  # interpreter: SMALL_CONFIG

@@ -339,6 +339,7 @@ def test_each_autotune_config_computes_the_product(index, seeded):
 
 
 @pytest.mark.gpu
+@pytest.mark.compile_heavy
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 def test_autotuned_kernel_on_gpu(dtype, seeded):
     a, b = rand(1000, 777, dtype=dtype), rand(777, 555, dtype=dtype)
@@ -350,6 +351,7 @@ def test_autotuned_kernel_on_gpu(dtype, seeded):
 
 
 @pytest.mark.gpu
+@pytest.mark.compile_heavy
 def test_float32_is_not_tf32_on_gpu(seeded):
     # tf32 keeps 10 mantissa bits: with it, this K = 1024 product would miss
     # the float32 tolerance by orders of magnitude.

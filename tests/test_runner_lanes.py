@@ -8,6 +8,8 @@ lanes, a failure named and the rest still run), not Jupyter.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -91,3 +93,67 @@ def test_wall_calls_keep_three_for_short_calls_and_one_for_long_ones():
     assert wall_calls(0.001, WALL_BUDGET_MS) == 1
     counts = [wall_calls(g / 100, 0.01) for g in range(1, 2000)]
     assert counts == sorted(counts, reverse=True)  # never more calls for longer
+
+
+def test_concurrent_phase_processes_compile_without_an_inductor_pool(
+    tmp_path, monkeypatch, capsys
+):
+    # The tests lane: a check run by run_pytest sees one compile thread.
+    monkeypatch.delenv("TORCHINDUCTOR_COMPILE_THREADS", raising=False)
+    (tmp_path / "test_env.py").write_text(
+        "import os\n\ndef test_env():\n"
+        "    assert os.environ['TORCHINDUCTOR_COMPILE_THREADS'] == '1'\n"
+    )
+    cli.run_pytest(tmp_path, [tmp_path / "test_env.py"], workers=1)
+    # The notebook, capture and warm-up workers get the same environment.
+    assert cli.worker_env()["TORCHINDUCTOR_COMPILE_THREADS"] == "1"
+    # ...and a child of theirs reads it as Inductor's compile_threads.
+    code = (
+        "import torch._inductor.config as c, torch._inductor.async_compile as a\n"
+        "print(a.get_compile_threads())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=cli.worker_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert out[-1] == "1"
+    # A value the maintainer set is kept.
+    monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "4")
+    assert cli.worker_env()["TORCHINDUCTOR_COMPILE_THREADS"] == "4"
+
+
+class _Item:
+    def __init__(self, name, heavy_mark=False):
+        self.name, self._heavy = name, heavy_mark
+
+    def get_closest_marker(self, name):
+        return object() if name == "compile_heavy" and self._heavy else None
+
+
+def test_compile_heavy_checks_start_one_per_worker():
+    from conftest import heavy_first
+
+    items = [_Item(f"test_light_{i}") for i in range(6)]
+    items.insert(3, _Item("test_runs_as_a_script"))
+    items.insert(5, _Item("test_autotuned", heavy_mark=True))
+    items.append(_Item("test_runs_as_a_script[x]"))
+    names = [i.name for i in heavy_first(items)]
+    # xdist with --maxschedchunk=1 starts worker k on items 2k and 2k+1
+    assert names[0::2][:3] == [
+        "test_runs_as_a_script",
+        "test_autotuned",
+        "test_runs_as_a_script[x]",
+    ]
+    assert sorted(names) == sorted(i.name for i in items)  # nothing lost
+    assert [n for n in names if n.startswith("test_light")] == [
+        f"test_light_{i}" for i in range(6)
+    ]
+
+
+def test_the_runner_asks_xdist_for_one_item_at_a_time(monkeypatch):
+    monkeypatch.setattr(cli.importlib.util, "find_spec", lambda name: object())
+    cmd = cli.pytest_command(["tests/test_x.py"], 12)
+    assert cmd[cmd.index("-n") + 1] == "12" and "--maxschedchunk=1" in cmd

@@ -122,9 +122,11 @@ def pytest_command(test_files: list[str], workers: int) -> list[str]:
     """pytest over these files; with pytest-xdist, ``workers`` processes share
     the GPU (the checks are compile-bound, not timed)."""
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    cmd += ["--durations=10"]  # the slowest checks: where the phase's time goes
+    cmd += ["--durations=25"]  # the slowest checks: where the phase's time goes
     if workers > 1 and importlib.util.find_spec("xdist") is not None:
-        cmd += ["-n", str(workers)]
+        # One item at a time after the first two per worker: tests/conftest.py
+        # puts the checks that compile for a minute where each worker starts.
+        cmd += ["-n", str(workers), "--maxschedchunk=1"]
     cmd += ["-m", "not browser"]
     return [*cmd, *test_files]
 
@@ -138,7 +140,7 @@ def run_pytest(
     names = [str(p.relative_to(repo_root)) for p in test_files]
     cmd = pytest_command(names, workers)
     log(" ".join(cmd[1:]), lane)
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env = {k: v for k, v in concurrent_env().items() if k != "TRITON_INTERPRET"}
     rc, tail = stream_command(cmd, repo_root, env, lane)
     if rc != 0:
         failed = [line for line in tail if line.startswith(("FAILED ", "ERROR "))]
@@ -188,8 +190,25 @@ def _end_on_stop(proc: subprocess.Popen, stop: threading.Event) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+# Every process of the concurrent phase that calls torch.compile would start
+# Inductor's compile pool, one worker per core (torch 2.11: compile_threads is
+# min(32, cores), and the inductor backend starts the pool on first use). That
+# phase already runs about one process per core (pytest workers, notebooks,
+# captures, the warm-up), so its processes compile in-process instead. A value
+# the caller set is kept.
+CONCURRENT_PHASE_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
+
+
+def concurrent_env(base: dict | None = None) -> dict:
+    """The environment of a concurrent-phase process (see CONCURRENT_PHASE_ENV)."""
+    env = dict(os.environ if base is None else base)
+    for key, value in CONCURRENT_PHASE_ENV.items():
+        env.setdefault(key, value)
+    return env
+
+
 def worker_env() -> dict:
-    return {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return {**concurrent_env(), "PYTHONUNBUFFERED": "1"}
 
 
 def run_worker(args: list[str], what: str) -> dict:
