@@ -22,8 +22,8 @@ H200_NOT_YET = pytest.mark.xfail(
 )
 STALE_NOT_YET = pytest.mark.xfail(
     strict=True,
-    reason="#25: H200 legacy data, and H100 records whose snippets were fixed "
-    "after the run (launchers refusing an overlapping out), await a whole run",
+    reason="#25: the H200's data is legacy (format 1) and awaits a whole run; "
+    "the H100's is up to date",
 )
 
 

@@ -906,7 +906,7 @@ def test_warm_up_process_wiring(repo, monkeypatch, capsys):
     )
     for name in ("untimed_autotuning", "configure_torch", "cleanup_cuda"):
         monkeypatch.setattr(M, name, lambda: None)
-    args = argparse.Namespace(repo_root=str(repo), only="tiny_scale")
+    args = argparse.Namespace(repo_root=str(repo), only="tiny_scale", part="0/1")
     assert worker.warm(args) == 0
     out = capsys.readouterr().out
     assert "tiny_scale: compiled in" in out and "6 call(s) failed" in out

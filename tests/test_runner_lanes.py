@@ -157,3 +157,74 @@ def test_the_runner_asks_xdist_for_one_item_at_a_time(monkeypatch):
     monkeypatch.setattr(cli.importlib.util, "find_spec", lambda name: object())
     cmd = cli.pytest_command(["tests/test_x.py"], 12)
     assert cmd[cmd.index("-n") + 1] == "12" and "--maxschedchunk=1" in cmd
+
+
+def _waiting_lane(name: str, grace_s: float, ended: dict) -> cli.Lane:
+    def job(stop):  # a warm-up that would compile for a minute
+        stop.wait(60)
+        ended[name] = time.monotonic()
+
+    return cli.Lane(name, [cli.Job(name, job)], best_effort=True, grace_s=grace_s)
+
+
+def test_a_warm_up_goes_on_for_its_grace_after_the_others_are_done():
+    ended = {}
+
+    def tests(stop):
+        time.sleep(0.2)
+        ended["tests"] = time.monotonic()
+
+    lanes = [
+        cli.Lane("tests", [cli.Job("tests", tests)]),
+        _waiting_lane("warm-up-1", 1.0, ended),
+        _waiting_lane("warm-up-2", 0.0, ended),
+    ]
+    times = cli.PhaseTimes()
+    t0 = time.monotonic()
+    cli.run_concurrently(lanes, times)
+    assert time.monotonic() - t0 < 30
+    assert 0.9 <= ended["warm-up-1"] - ended["tests"] < 10  # its grace, not more
+    assert ended["warm-up-2"] - ended["tests"] < 0.9  # no grace: stopped at once
+    notes = {name.strip(): note for name, _, note in times.lanes}
+    assert notes["tests"] == ""
+    assert "stopped after the others" in notes["warm-up-1"] == notes["warm-up-2"]
+
+
+def test_a_failure_stops_the_warm_up_at_once_whatever_its_grace():
+    ended = {}
+
+    def failing(stop):
+        time.sleep(0.2)
+        raise RuntimeError("a check failed")
+
+    def notebooks(stop):
+        time.sleep(3)  # a required lane still running after the failure
+
+    lanes = [
+        cli.Lane("tests", [cli.Job("tests", failing)]),
+        cli.Lane("notebooks", [cli.Job("notebooks", notebooks)]),
+        _waiting_lane("warm-up-1", 30.0, ended),
+    ]
+    t0 = time.monotonic()
+    with pytest.raises(RunnerError, match="a check failed"):
+        cli.run_concurrently(lanes, cli.PhaseTimes())
+    assert ended["warm-up-1"] - t0 < 2.5  # before the notebooks ended
+
+
+def test_the_warm_up_processes_share_the_benchmarks(tmp_path, monkeypatch):
+    from triton_course.runner import worker
+
+    assert worker._part("1/3") == (1, 3) and worker._part("0/1") == (0, 1)
+    for bad in ("3/3", "x", "1/0", "-1/2"):
+        with pytest.raises(SystemExit):
+            worker._part(bad)
+    # The runner starts WARM_UP_PROCESSES of them, part k of n each.
+    seen = []
+    monkeypatch.setattr(
+        cli, "stream_command", lambda cmd, *a, **k: (seen.append(cmd), (0, []))[1]
+    )
+    stop = threading.Event()
+    for k in range(cli.WARM_UP_PROCESSES):
+        cli.warm_up_isolated(tmp_path, None, stop, part=(k, cli.WARM_UP_PROCESSES))
+    parts = [cmd[cmd.index("--part") + 1] for cmd in seen]
+    assert parts == [f"{k}/{cli.WARM_UP_PROCESSES}" for k in range(len(parts))]

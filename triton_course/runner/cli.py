@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from triton_course import timings as T
@@ -251,13 +252,27 @@ def run_capture_isolated(name: str, snippet: Path, repo_root: Path):
     return data["kind"], data["text"]
 
 
-def warm_up_isolated(repo_root: Path, only: str | None, stop) -> None:
-    """The compile warm-up (worker.py ``warm``), ended early by ``stop``."""
+# The warm-up compiles what the timed phase would otherwise compile one kernel
+# after another. It runs in WARM_UP_PROCESSES processes (each takes every
+# n-th benchmark) at the tests' priority, and may go on WARM_UP_GRACE_S after
+# the tests and notebooks are done: compiling there, on idle cores, is
+# cheaper than compiling in the timed phase, one kernel at a time.
+WARM_UP_PROCESSES = 2
+WARM_UP_GRACE_S = 45.0
+
+
+def warm_up_isolated(
+    repo_root: Path, only: str | None, stop, part: tuple[int, int] = (0, 1),
+    lane: str = "warm-up",
+) -> None:  # fmt: skip
+    """The compile warm-up (worker.py ``warm``) of benchmarks number ``part[0]``,
+    ``part[0] + part[1]``, ... in discovery order; ended early by ``stop``."""
     cmd = [*WORKER, "warm", str(Path(repo_root).resolve())]
     cmd += ["--only", only] if only else []
-    rc, _ = stream_command(cmd, REPO_ROOT, worker_env(), "warm-up", stop=stop)
+    cmd += ["--part", f"{part[0]}/{part[1]}"]
+    rc, _ = stream_command(cmd, REPO_ROOT, worker_env(), lane, stop=stop)
     if stop.is_set() and rc != 0:
-        log("stopped: the rest compiles in the timed phase", "warm-up")
+        log("stopped: the rest compiles in the timed phase", lane)
     elif rc != 0:
         raise RunnerError(f"warm-up exited {rc}")
 
@@ -277,26 +292,41 @@ class Lane:
     jobs: list[Job] = field(default_factory=list)
     best_effort: bool = False  # stopped once the others are done; never fails
     title: str = ""  # in the time summary, if not the name
+    grace_s: float = 0.0  # best effort: may go on this long after the others
 
 
 def run_concurrently(lanes: list[Lane], times: PhaseTimes) -> None:
     """Run every lane at once; raise RunnerError naming every failed job.
 
     A required lane runs all its jobs even after a failure elsewhere (the
-    error then names every failure). Best-effort lanes are told to stop as
-    soon as every required lane is done or any job has failed; this returns
-    only when each lane's thread, and so each process it started, has ended.
+    error then names every failure). A best-effort lane is told to stop
+    ``lane.grace_s`` seconds after every required lane is done, and at once
+    if any job has failed; this returns only when each lane's thread, and so
+    each process it started, has ended.
     """
     lanes = [lane for lane in lanes if lane.jobs]
-    stop = threading.Event()
+    stops = {lane.name: threading.Event() for lane in lanes}
     lock = threading.Lock()
     failures: list[str] = []
     required = {lane.name for lane in lanes if not lane.best_effort}
+    best_effort = [lane for lane in lanes if lane.best_effort]
+
+    def stop_all() -> None:
+        for event in stops.values():
+            event.set()
+
+    def others_done() -> None:
+        for lane in best_effort:
+            timer = threading.Timer(lane.grace_s, stops[lane.name].set)
+            timer.daemon = True
+            timer.start()
+
     if not required:
-        stop.set()  # nothing to overlap with: a warm-up would only add time
+        stop_all()  # nothing to overlap with: a warm-up would only add time
 
     def work(lane: Lane) -> None:
         t0 = time.time()
+        stop = stops[lane.name]
         try:
             for job in lane.jobs:
                 if lane.best_effort and stop.is_set():
@@ -314,7 +344,7 @@ def run_concurrently(lanes: list[Lane], times: PhaseTimes) -> None:
                     )
                     with lock:
                         failures.append(f"{job.label}: {why}")
-                    stop.set()
+                    stop_all()
         finally:
             stopped = lane.best_effort and stop.is_set()
             times.lane(lane.title or lane.name, time.time() - t0, stopped=stopped)
@@ -322,7 +352,7 @@ def run_concurrently(lanes: list[Lane], times: PhaseTimes) -> None:
                 with lock:
                     required.discard(lane.name)
                     if not required:
-                        stop.set()
+                        others_done()
 
     threads = [
         threading.Thread(target=work, args=(lane,), name=lane.name, daemon=True)
@@ -334,7 +364,7 @@ def run_concurrently(lanes: list[Lane], times: PhaseTimes) -> None:
         for t in threads:
             t.join()
     finally:
-        stop.set()  # interrupted: the warm-up ends its process...
+        stop_all()  # interrupted: the warm-up ends its process...
         for t in threads:
             t.join(timeout=30)  # ...before this process may exit
     if failures:
@@ -365,7 +395,7 @@ class PhaseTimes:
 
     def lane(self, name: str, seconds: float, stopped: bool = False) -> None:
         with self._lock:
-            note = "(stopped when the others were done)" if stopped else ""
+            note = "(stopped after the others were done)" if stopped else ""
             self.lanes.append((f"  {name}", seconds, note))
 
     def report(self, total: float) -> None:
@@ -612,12 +642,21 @@ def _run(
         cap_lane.jobs.append(
             Job(f"capture {name}", _capture_job(s, name, spec, repo_root, results))
         )
-    warm_lane = Lane("warm-up", best_effort=True)
-    if warm_up and n_bench and (warm is not None or not env.fake):
-        warm_fn = warm or (lambda _, stop: warm_up_isolated(repo_root, only, stop))
-        warm_lane.jobs.append(Job("warm-up", lambda stop: warm_fn(snippets, stop)))
+    warm_lanes = []
+    if warm_up and n_bench and warm is not None:  # the CPU tests' stand-in
+        warm_lanes = [Lane("warm-up", [Job("warm-up", partial(warm, snippets))], True)]
+    elif warm_up and n_bench and not env.fake:
+        n = WARM_UP_PROCESSES
+        for k in range(n):
+            name = f"warm-up-{k + 1}" if n > 1 else "warm-up"
+            job = partial(
+                warm_up_isolated, repo_root, only, part=(k, n), lane=name
+            )  # called with the lane's stop event
+            warm_lanes.append(
+                Lane(name, [Job(name, job)], best_effort=True, grace_s=WARM_UP_GRACE_S)
+            )
     with times.phase("concurrent phase"):
-        run_concurrently([tests_lane, *nb_lanes, cap_lane, warm_lane], times)
+        run_concurrently([tests_lane, *nb_lanes, cap_lane, *warm_lanes], times)
 
     # 2. Alone on the GPU: rooflines, every benchmark, the other captures.
     stage = Stage()

@@ -7,7 +7,7 @@ can leak into the runner process, which times the benchmarks afterwards.
 
     worker notebook NOTEBOOK RESULT_JSON
     worker capture SNIPPET NAME REPO_ROOT RESULT_JSON
-    worker warm REPO_ROOT [--only NAME]
+    worker warm REPO_ROOT [--only NAME] [--part K/N]
 
 ``notebook`` and ``capture`` write ``{"text": ...}`` (plus ``"kind"``) or
 ``{"error": ...}`` to RESULT_JSON and exit 0 or 1. ``warm`` prints one line
@@ -17,9 +17,7 @@ per benchmark and always exits 0 unless it cannot start at all.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -62,7 +60,7 @@ def capture(args) -> int:
     return 0
 
 
-WARM_UP_MEMORY_FRACTION = 0.15  # of the GPU's memory, for the warm-up process
+WARM_UP_MEMORY_FRACTION = 0.12  # of the GPU's memory, for each warm-up process
 
 
 def warm(args) -> int:
@@ -91,13 +89,25 @@ def warm(args) -> int:
         cleanup=M.cleanup_cuda,
     )
     snippets = D.discover(Path(args.repo_root) / "snippets", only=args.only)
-    for s in snippets:
-        for desc in s.benchmarks:
-            t0 = time.time()
-            failed = M.warm_benchmark(desc, env, say=print)
-            note = f", {failed} call(s) failed (timed run: says why)" if failed else ""
-            print(f"{desc['name']}: compiled in {time.time() - t0:.1f} s{note}")
+    k, n = _part(args.part)
+    benchmarks = [desc for s in snippets for desc in s.benchmarks]
+    for desc in benchmarks[k::n]:  # in the timed phase's order
+        t0 = time.time()
+        failed = M.warm_benchmark(desc, env, say=print)
+        note = f", {failed} call(s) failed (timed run: says why)" if failed else ""
+        print(f"{desc['name']}: compiled in {time.time() - t0:.1f} s{note}")
     return 0
+
+
+def _part(text: str) -> tuple[int, int]:
+    """ "K/N" -> (K, N): this process warms benchmarks K, K + N, K + 2N, ..."""
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise SystemExit(f"--part {text!r}: expected K/N, e.g. 0/2") from None
+    if not 0 <= k < n:
+        raise SystemExit(f"--part {text!r}: K must be in 0..N-1")
+    return k, n
 
 
 def main(argv=None) -> int:
@@ -114,11 +124,8 @@ def main(argv=None) -> int:
     w = sub.add_parser("warm")
     w.add_argument("repo_root")
     w.add_argument("--only")
+    w.add_argument("--part", default="0/1", help="K/N: every N-th benchmark from K")
     args = p.parse_args(argv)
-    if args.command == "warm":
-        # Behind the tests: compiling for later must not slow the checks down.
-        with contextlib.suppress(OSError):
-            os.nice(10)
     return {"notebook": notebook, "capture": capture, "warm": warm}[args.command](args)
 
 
