@@ -984,3 +984,33 @@ def test_a_ratio_point_is_the_median_of_round_by_round_ratios():
         del result["rounds_ms"]
     (legacy,) = P.ratio_points(bench, "float32", "eager")
     assert legacy["ratio"] == legacy["low"] == legacy["high"] == pytest.approx(1.3)
+
+
+def test_compare_lists_a_page_verdict_that_flips(tmp_path):
+    from triton_course.runner import compare
+
+    src = REPO_ROOT / "data" / "timings" / "nvidia-h100-80gb-hbm3.json"
+    old = T.load_file(src)
+    judged = compare.page_judgements(REPO_ROOT / "docs", old)
+    assert len(judged) > 50  # every verdict, target and claim on the H100
+    # The same data: every row judged the same way.
+    same = compare.verdict_report(old, old, REPO_ROOT / "docs")
+    assert same[0].startswith(f"page verdicts: {len(judged)} judged rows in both; 0 ")
+    # One row that a [[verdict]] calls met, with Triton made 10x slower there:
+    # its ratio and its share of the roofline both fall far below any target.
+    key = next(k for k, v in judged.items() if v == "met" and "[[verdict" in k[1])
+    name = re.search(r"bench=(\S+)", key[1]).group(1)
+    doc = json.loads(src.read_text(encoding="utf-8"))
+    row = next(
+        r for r in doc["benchmarks"][name]["rows"] if compare._row_text(r) == key[2]
+    )
+    tri = row["results"]["Triton"]
+    for field in ("median_ms", "q25_ms", "q75_ms"):
+        tri[field] *= 10
+    tri["rounds_ms"] = [t * 10 for t in tri["rounds_ms"]]
+    tri["rate"] /= 10
+    changed = tmp_path / src.name
+    changed.write_text(json.dumps(doc), encoding="utf-8")
+    lines = compare.verdict_report(old, T.load_file(changed), REPO_ROOT / "docs")
+    assert " 0 flipped" not in lines[0] and "flipped" in lines[0]
+    assert any(key[1] in line and "met → missed" in line for line in lines[1:])

@@ -896,6 +896,13 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("old", type=Path, help="e.g. the committed data/timings/GPU.json")
     c.add_argument("new", type=Path, help="e.g. a new run's data file")
     c.add_argument("--top", type=int, default=15, help="how many largest moves")
+    c.add_argument(
+        "--pages",
+        type=Path,
+        metavar="DOCS",
+        help="also judge every verdict, target and claim of these pages (e.g. "
+        "docs) on both files and list each flip (needs mkdocs)",
+    )
     s = sub.add_parser("stale", help="list stale or missing timing data; exit 1 if any")
     s.add_argument("--data-dir", type=Path, default=REPO_ROOT / "data" / "timings")
     s.add_argument("--gpu", help="only data files whose slug contains this")
@@ -915,7 +922,7 @@ def main(argv=None) -> int:
         if args.command == "compare":
             from triton_course.runner import compare
 
-            return compare.main(args.old, args.new, args.top)
+            return compare.main(args.old, args.new, args.top, docs=args.pages)
         if args.command == "stale":
             lines, problems = stale_report(
                 args.data_dir, REPO_ROOT / "snippets", REPO_ROOT, gpu=args.gpu

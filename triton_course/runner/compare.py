@@ -11,7 +11,9 @@ interquartile interval of the round-by-round ratios, at least ±3 % wide):
 
 It also prints the share of ratios that agree within ±5 %, separately for
 rows whose Triton time is at least 50 µs and for shorter ones, and the
-largest moves. Pure Python: it runs anywhere the data files are.
+largest moves. Pure Python: it runs anywhere the data files are. With
+``--pages DOCS`` (and mkdocs installed) it also judges every verdict, target
+and claim of the pages on both files and lists each flip.
 """
 
 from __future__ import annotations
@@ -158,8 +160,99 @@ def report(old: T.GpuTimings, new: T.GpuTimings, top: int = 15) -> list[str]:
     return lines
 
 
-def main(old_path: Path, new_path: Path, top: int = 15) -> int:
+# ------------------------------------------------------------ page verdicts ---
+# The pages judge data three ways ([[verdict]], [[measured ... target=]]:
+# met / missed / too close to call; [[claim]]: holds / false / too close to
+# call). A flip is a row judged one way in one run and the opposite way in
+# the other: a page whose sentence would turn from true to false.
+OPPOSITES = {
+    ("met", "missed"),
+    ("missed", "met"),
+    ("holds", "false"),
+    ("false", "holds"),
+}
+
+
+def _measured_hook():
+    """hooks/measured.py, the build's own parser and judge (needs mkdocs)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "hooks" / "measured.py"
+    spec = importlib.util.spec_from_file_location("course_measured_hook", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def page_judgements(docs: Path, g: T.GpuTimings, hook=None) -> dict[tuple, str]:
+    """{(page, directive, row): judgement} for every row a page judges on
+    ``g``'s data; directives about other GPUs are left out."""
+    hook = hook or _measured_hook()
+    out: dict[tuple, str] = {}
+    patterns = [("verdict", hook._VERDICT_RE), ("claim", hook._CLAIM_RE)]
+    patterns.append(("measured", hook._MEASURED_RE))
+    for page in sorted(Path(docs).rglob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        for kind, pattern in patterns:
+            for match in pattern.finditer(text):
+                args = hook._parse_args(match.group(1))
+                if kind == "measured" and "target" not in args:
+                    continue
+                if hook._one_gpu([g], args.pop("gpu", "")) is None:
+                    continue
+                bench = hook._measured_bench(g, args.pop("bench", None))
+                if bench is None:
+                    continue
+                value, peer = args.pop("value"), args.pop("peer", "Triton")
+                target = args.pop("target", None)
+                claim = args.pop("is", None)
+                if kind == "measured":
+                    rows = [hook._select_row(bench, args)]
+                else:
+                    rows = hook._selected_rows(bench, args, bench["title"], kind)
+                for row in rows:
+                    spread, _ = hook._shown(row, bench, value, peer, g)
+                    if kind == "claim":
+                        op, x = hook._parse_claim(claim)
+                        judged = (
+                            "holds" if hook._CLAIM_OPS[op](spread, x)
+                            else "false" if hook._CLAIM_FALSE[op](spread, x)
+                            else "too close to call"
+                        )  # fmt: skip
+                    else:
+                        judged = T.verdict(spread, float(target))
+                    key = (str(page.relative_to(docs)), match.group(0), _row_text(row))
+                    out[key] = judged
+    return out
+
+
+def verdict_report(old: T.GpuTimings, new: T.GpuTimings, docs: Path) -> list[str]:
+    """Lines on the pages' judgements: how many, and every flip."""
+    try:
+        hook = _measured_hook()
+    except ImportError as exc:
+        return [f"page verdicts: not compared ({exc.name} is not installed)"]
+    before = page_judgements(docs, old, hook)
+    after = page_judgements(docs, new, hook)
+    both = sorted(set(before) & set(after))
+    flips = [k for k in both if (before[k], after[k]) in OPPOSITES]
+    moved = [k for k in both if before[k] != after[k] and k not in flips]
+    lines = [
+        f"page verdicts: {len(both)} judged rows in both; {len(flips)} flipped "
+        f"(met↔missed, holds↔false); {len(moved)} moved to or from too close to call"
+    ]
+    for k in flips + moved:
+        lines.append(f"  {k[0]}: {k[1]} at {k[2]}: {before[k]} → {after[k]}")
+    return lines
+
+
+def main(
+    old_path: Path, new_path: Path, top: int = 15, docs: Path | None = None
+) -> int:
     old = T.load_file(old_path, accept_legacy=True)
     new = T.load_file(new_path, accept_legacy=True)
-    print("\n".join(report(old, new, top)))
+    lines = report(old, new, top)
+    if docs is not None and not (old.legacy or new.legacy):
+        lines += verdict_report(old, new, docs)
+    print("\n".join(lines))
     return 0
