@@ -8,6 +8,7 @@ lanes, a failure named and the rest still run), not Jupyter.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -228,3 +229,39 @@ def test_the_warm_up_processes_share_the_benchmarks(tmp_path, monkeypatch):
         cli.warm_up_isolated(tmp_path, None, stop, part=(k, cli.WARM_UP_PROCESSES))
     parts = [cmd[cmd.index("--part") + 1] for cmd in seen]
     assert parts == [f"{k}/{cli.WARM_UP_PROCESSES}" for k in range(len(parts))]
+
+
+def _timed_notebook(path: Path, seconds: float | None) -> Path:
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": "# x"}]
+    if seconds is not None:  # as nbclient records a cell's execution
+        start, end = "2026-11-25T12:00:00.000000Z", f"2026-11-25T12:{seconds:02.0f}:00Z"
+        meta = {"iopub.execute_input": start, "shell.execute_reply": end}
+        cells.append({"cell_type": "code", "metadata": {"execution": meta}})
+    path.write_text(json.dumps({"cells": cells}), encoding="utf-8")
+    return path
+
+
+def test_the_notebooks_that_took_longest_last_time_start_first(tmp_path, monkeypatch):
+    # minutes here, so the order cannot come from anything but the records
+    short = _timed_notebook(tmp_path / "a_short.ipynb", 1)
+    long = _timed_notebook(tmp_path / "b_long.ipynb", 9)
+    unknown = _timed_notebook(tmp_path / "c_never_run.ipynb", None)
+    middle = _timed_notebook(tmp_path / "d_middle.ipynb", 4)
+    broken = tmp_path / "e_broken.ipynb"
+    broken.write_text("{not json", encoding="utf-8")
+    assert cli.last_run_seconds(long) == 9 * 60
+    assert cli.last_run_seconds(unknown) == cli.last_run_seconds(broken) == 0
+    started = []
+    monkeypatch.setattr(cli, "NOTEBOOK_LANES", 1)  # one lane: the queue's order
+    monkeypatch.setattr(
+        cli, "execute_notebook_isolated", lambda nb: started.append(nb.name) or ""
+    )
+    notebooks = [short, long, unknown, middle, broken]
+    cli.run_concurrently(cli._notebook_lanes(notebooks, {}), cli.PhaseTimes())
+    assert started == [
+        "b_long.ipynb",
+        "d_middle.ipynb",
+        "a_short.ipynb",
+        "c_never_run.ipynb",
+        "e_broken.ipynb",
+    ]

@@ -745,13 +745,37 @@ def _captures(snippets, untimed: bool | None) -> list[tuple]:
     ]
 
 
+def last_run_seconds(notebook: Path) -> float:
+    """How long the stored notebook took when it was last executed: from the
+    first cell's start to the last cell's reply, as nbclient records them in
+    each cell's ``metadata.execution``. 0 when it records nothing (or cannot
+    be read): such a notebook simply goes after the timed ones."""
+    from datetime import datetime
+
+    try:
+        cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+        stamps = [
+            datetime.fromisoformat(t.replace("Z", "+00:00"))
+            for cell in cells
+            for key, t in cell.get("metadata", {}).get("execution", {}).items()
+            if key in ("iopub.execute_input", "shell.execute_reply")
+        ]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return 0.0
+    return (max(stamps) - min(stamps)).total_seconds() if stamps else 0.0
+
+
 def _notebook_lanes(notebooks: list[Path], results: dict) -> list[Lane]:
     """NOTEBOOK_LANES lanes that share the notebooks: each lane takes the next
     notebook left when its last one ends, so a long notebook holds up one
     lane, not the phase (one after another they took 214 s on an H100, the
-    tests 129 s). A failure is named by its notebook (the job's label follows
-    the notebook it runs) and ends only its lane: the others run the rest."""
-    queue = collections.deque(notebooks)
+    tests 129 s). The longest notebooks go first (``last_run_seconds``), so
+    that none of them starts last and finishes alone. A failure is named by
+    its notebook (the job's label follows the notebook it runs) and ends only
+    its lane: the others run the rest."""
+    queue = collections.deque(
+        sorted(notebooks, key=lambda nb: -last_run_seconds(nb))  # stable
+    )
     lock = threading.Lock()
 
     def lane(i: int) -> Lane:
