@@ -174,20 +174,17 @@ OPPOSITES = {
 
 
 def _measured_hook():
-    """hooks/measured.py, the build's own parser and judge (needs mkdocs)."""
-    import importlib.util
+    """hooks/measured.py, the build's own parser and judge (needs mkdocs);
+    loaded once per process."""
+    from triton_course.snippet_modules import load_file
 
-    path = Path(__file__).resolve().parents[2] / "hooks" / "measured.py"
-    spec = importlib.util.spec_from_file_location("course_measured_hook", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(Path(__file__).resolve().parents[2] / "hooks" / "measured.py")
 
 
-def page_judgements(docs: Path, g: T.GpuTimings, hook=None) -> dict[tuple, str]:
+def page_judgements(docs: Path, g: T.GpuTimings) -> dict[tuple, str]:
     """{(page, directive, row): judgement} for every row a page judges on
     ``g``'s data; directives about other GPUs are left out."""
-    hook = hook or _measured_hook()
+    hook = _measured_hook()
     out: dict[tuple, str] = {}
     patterns = [("verdict", hook._VERDICT_RE), ("claim", hook._CLAIM_RE)]
     patterns.append(("measured", hook._MEASURED_RE))
@@ -229,11 +226,11 @@ def page_judgements(docs: Path, g: T.GpuTimings, hook=None) -> dict[tuple, str]:
 def verdict_report(old: T.GpuTimings, new: T.GpuTimings, docs: Path) -> list[str]:
     """Lines on the pages' judgements: how many, and every flip."""
     try:
-        hook = _measured_hook()
+        _measured_hook()
     except ImportError as exc:
         return [f"page verdicts: not compared ({exc.name} is not installed)"]
-    before = page_judgements(docs, old, hook)
-    after = page_judgements(docs, new, hook)
+    before = page_judgements(docs, old)
+    after = page_judgements(docs, new)
     both = sorted(set(before) & set(after))
     flips = [k for k in both if (before[k], after[k]) in OPPOSITES]
     moved = [k for k in both if before[k] != after[k] and k not in flips]
