@@ -176,19 +176,33 @@ def test_reference_says_how_many_of_the_tools_have_the_kernel():
     assert f"written in {WORDS[len(written)]} of the tools above" in text
 
 
-def test_reference_counts_compute_capabilities_and_generations_apart():
+@pytest.mark.parametrize(
+    "path",
+    sorted(
+        str(p.relative_to(DOCS))
+        for p in DOCS.rglob("*.md")
+        if "[[support " in p.read_text("utf-8")
+    ),
+)
+def test_support_tables_count_compute_capabilities_and_generations_apart(path):
     from triton_course.support import ARCH_GPUS
 
     # NVIDIA's architecture names per compute capability (CUDA C++
     # Programming Guide); a new one in ARCH_GPUS must be named here.
     generation = {75: "Turing", 80: "Ampere", 86: "Ampere", 89: "Ada", 90: "Hopper"}
     gens = {generation[cc] for cc in ARCH_GPUS}
-    text = _page("reference/triton-at-a-glance.md")
-    assert "five GPU generations" not in text
+    text = _page(path)
+    assert "GPU generations in every CI run" not in text
     assert (
-        f"{WORDS[len(ARCH_GPUS)]} compute capabilities from"
+        f"{WORDS[len(ARCH_GPUS)]} compute capabilities of"
         f" {WORDS[len(gens)]} GPU generations"
     ) in text
+    for cc in ARCH_GPUS:
+        assert f"sm_{cc} ({generation[cc]}" in text or f"sm_{cc} and" in text, cc
+    # support.py compiles each kernel at one small size (its PLANS), not at
+    # every config a launcher can launch with (review 2026-11-26)
+    assert "at every config its launcher or autotuner can" not in text
+    assert "at one small" in text
 
 
 def test_reference_does_not_assume_the_launch_was_hidden():
@@ -238,3 +252,90 @@ def test_can_triton_match_cuda_answer_is_a_checked_claim():
             f'[[claim bench=vector_add_frameworks gpu={gpu} value="ratio:CUDA C++" is='
             in answer
         ), gpu
+
+
+# ------------------------------------------------ how the numbers are made ---
+def test_no_page_names_a_gpu_without_published_data():
+    # #33: the H200's legacy data, tabs and sentences are gone; a directive's
+    # gpu= must name a GPU with a data file, and no page may speak of the H200
+    slugs = [
+        json.loads(p.read_text("utf-8"))["gpu"]["slug"]
+        for p in (REPO_ROOT / "data" / "timings").glob("*.json")
+    ]
+    for path in DOCS.rglob("*.md"):
+        text = path.read_text("utf-8")
+        for gpu in set(re.findall(r"\[\[[a-z_]+ [^\]]*\bgpu=(\w+)", text)):
+            assert any(gpu in slug for slug in slugs), (path.name, gpu)
+        assert "H200" not in text and "h200" not in text, path.name
+
+
+def test_how_numbers_are_made_states_the_runners_own_constants():
+    import importlib.util
+
+    from triton_course import dram_bytes, timings
+    from triton_course.runner import measure
+
+    spec = importlib.util.spec_from_file_location(
+        "course_hook_measured", REPO_ROOT / "hooks" / "measured.py"
+    )
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    text = _page("reference/how-numbers-are-made.md")
+    assert f"timed in {measure.ROUNDS} rounds" in text
+    assert f"{measure.MIN_SAMPLES} to {measure.MAX_SAMPLES} calls" in text
+    assert f"writes {measure.FLUSH_BYTES // 2**20} MiB" in text
+    settle = f"between {measure.SETTLE_MIN_S:g} and {measure.SETTLE_MAX_S:g} seconds"
+    assert settle in text
+    assert f"a {measure.COPY_BYTES // 2**30} GiB device-to-device copy" in text
+    assert f"an {measure.MATMUL_N}³ bfloat16 `torch.matmul`" in text
+    l2 = f"an {measure.L2_COPY_BYTES // 2**20} MiB copy repeated"
+    assert f"{l2} {measure.L2_COPY_REPEATS} times" in text
+    assert f"more than {hook.LAUNCH_BOUND:g} times its GPU time" in text
+    tolerance = f"more than {100 * timings.ABOVE_PROBE_TOLERANCE:.0f} % above the probe"
+    assert tolerance in text
+    assert f"never less than {100 * timings.MIN_REL_HALF_WIDTH:.0f} %" in text
+    assert f"more than {100 * dram_bytes.TOLERANCE:.0f} % off, the run fails" in text
+    # the two checks are rendered from the run's data, not described in words
+    raw = (DOCS / "reference/how-numbers-are-made.md").read_text("utf-8")
+    assert "\n[[dram_bytes]]\n" in raw and "\n[[run_compare]]\n" in raw
+    # no measured number typed: every one comes from a directive
+    prose = re.sub(r"\[\[[^\]]*\]\]", "", raw)
+    assert not re.search(r"\d\s*(GB/s|TB/s|TFLOP/s|ms\b)", prose)
+
+
+def test_the_notebooks_timing_method_is_the_one_the_pages_describe():
+    setup = (REPO_ROOT / "notebooks" / "_setup.py").read_text("utf-8")
+    rounds = re.search(r"def time_row\([^)]*rounds=(\d+)\)", setup).group(1)
+    words = {"3": "three"}
+    assert "triton.testing.do_bench(" in setup
+    assert "TRITON_COURSE_TIMED_ALONE" in setup  # the cell says it ran alone
+    page = _page("reference/how-numbers-are-made.md")
+    assert f"`triton.testing.do_bench`, {words[rounds]} alternating rounds" in page
+    home = _page("index.md")
+    assert "the timing cells print what that run measured" not in home
+    assert "with nothing else on the GPU" in home
+    assert "its timings are those of your GPU" in home
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["index.md", "gpu-architecture/01-gpu-architecture.md",
+     "gpu-architecture/02-flash-attention-mixed-precision.md",
+     "gpu-architecture/04-gpu-profiling.md", "triton-series/vector-addition.md",
+     "triton-series/softmax.md", "triton-series/online-softmax.md",
+     "triton-series/tiled-gemm.md"],
+)  # fmt: skip
+def test_measurement_sections_link_the_method_page(path):
+    text = (DOCS / path).read_text("utf-8")
+    assert "how-numbers-are-made.md" in text
+    # the old rule (a ceiling raised to the fastest contender) is gone
+    flat = " ".join(text.split())
+    old_rule = (
+        "the ceiling is raised",
+        "never less.",
+        "above 100 %.",
+        "the fastest the GPU can move",
+        "the fastest the GPU moves",
+    )
+    for old in old_rule:
+        assert old not in flat, (path, old)

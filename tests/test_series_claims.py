@@ -204,14 +204,6 @@ def test_no_step_gain_is_a_ratio_of_two_tables():
 
 
 # ------------------------------------------------------ prose versus method ---
-def _h200_is_single_round() -> bool:
-    data = json.loads(
-        (REPO_ROOT / "data" / "timings" / "nvidia-h200.json").read_text("utf-8")
-    )
-    rows = [r for b in data["benchmarks"].values() for r in b["rows"]]
-    return not any("rounds_ms" in res for r in rows for res in r["results"].values())
-
-
 @pytest.mark.parametrize(
     "path",
     ["triton-series/vector-addition.md", "triton-series/softmax.md",
@@ -220,8 +212,11 @@ def _h200_is_single_round() -> bool:
 def test_pages_that_describe_the_timer_say_which_data_it_timed(path):
     text = _page(path)
     assert "launch path" in text
-    if _h200_is_single_round():
-        assert "single-round" in text, f"{path} must say the H200 data predates it"
+    # every published file is the runner's format 2 (#33 removed the H200's
+    # single-round data): no page may describe data the site no longer has
+    for data in (REPO_ROOT / "data" / "timings").glob("*.json"):
+        assert json.loads(data.read_text("utf-8"))["format_version"] == 2
+    assert "single-round" not in text and "H200" not in text
 
 
 def test_old_readings_of_launch_bound_data_are_gone():
@@ -627,7 +622,11 @@ def test_online_softmax_page_bytes_and_peer_percentages():
     assert "16 bytes per slice" not in page
     assert "pass 1 writes 8 bytes per slice" in page
     assert "tl.load(m_ptr + row * n_chunks + slices" in source
-    assert "roofline is that peer's rate" in page
+    # #33: no contender's rate moves the ceiling any more; a peer whose
+    # counted bytes exceed what it moves is flagged, and the page says so
+    assert "roofline is that peer's rate" not in page
+    assert "flags its rate as one whose bytes are miscounted" in page
+    assert "../reference/how-numbers-are-made.md" in page
 
 
 def test_exercise_pages_say_what_their_checkers_check():
