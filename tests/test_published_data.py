@@ -1,9 +1,12 @@
-"""The committed data as the site publishes it (issue #25): format 2 from a
-real run for every GPU, every ceiling a ceiling, nothing stale, and every
-directive on every page evaluated against it."""
+"""The committed data as the site publishes it (issues #25, #33): every data
+file present is format 2 from a real run with the card recorded, every
+ceiling a ceiling, nothing stale, no plot without its GPU's data, and every
+directive on every page evaluated against it. A GPU appears on the site only
+through its data file, so these checks judge whichever files are there."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -11,47 +14,50 @@ import pytest
 from conftest import REPO_ROOT
 
 from triton_course import timings as T
+from triton_course.runner.publish import plot_slug
 
 DATA = sorted((REPO_ROOT / "data" / "timings").glob("*.json"))
+PLOTS = sorted((REPO_ROOT / "docs" / "assets" / "plots").glob("*.svg"))
 
-# Issue #25 is open until both GPUs have format-2 data from a whole run and
-# nothing is stale. These marks say which checks still fail for that reason;
-# strict, so each one fails as soon as it starts passing: then remove it.
-H200_NOT_YET = pytest.mark.xfail(
-    strict=True, reason="#25: the H200 has not yet run the runner in format 2"
-)
-STALE_NOT_YET = pytest.mark.xfail(
-    strict=True,
-    reason="#25: the H200's data is legacy (format 1) and awaits a whole run; "
-    "the H100's is up to date",
+# Strict: it fails as soon as the data is current again; then remove it.
+STALE_UNTIL_THE_NEXT_RUN = pytest.mark.xfail(
+    strict=True, reason="refreshed by the next whole H100 run, #33"
 )
 
 
-def _param(path):
-    marks = [H200_NOT_YET] if "h200" in path.stem else []
-    return pytest.param(path, id=path.stem, marks=marks)
+def test_the_site_publishes_at_least_one_gpu():
+    assert DATA, "data/timings/ holds no GPU's data: the site would show none"
 
 
-def test_there_is_data_for_the_h100_and_the_h200():
-    slugs = {path.stem for path in DATA}
-    assert any("h100" in s for s in slugs) and any("h200" in s for s in slugs), slugs
-
-
-@pytest.mark.parametrize("path", [_param(p) for p in DATA])
+@pytest.mark.parametrize("path", DATA, ids=[p.stem for p in DATA])
 def test_the_data_is_format_2_with_the_card_recorded(path):
-    doc = T.load_file(path)  # refuses format 1
-    for name, bench in doc.benchmarks.items():
-        prov = bench["provenance"]
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    assert raw["format_version"] == T.FORMAT_VERSION  # no legacy file is published
+    doc = T.load_file(path)  # the validator: refuses anything else
+    records = list(doc.benchmarks.items()) + list((doc.captures or {}).items())
+    for name, record in records:
+        prov = record["provenance"]
         assert prov["device"] == "cuda", name
         assert prov.get("gpu_uuid", "unknown") != "unknown", name
+        assert prov["gpu"] == doc.gpu["name"], name
 
 
-@H200_NOT_YET
 def test_the_site_no_longer_allows_legacy_data():
     assert "legacy_timings" not in (REPO_ROOT / "mkdocs.yml").read_text()
 
 
-@pytest.mark.parametrize("path", [_param(p) for p in DATA])
+def test_every_plot_belongs_to_a_published_gpu_and_benchmark():
+    benchmarks = {p.stem: set(json.loads(p.read_text())["benchmarks"]) for p in DATA}
+    orphans = [
+        p.name
+        for p in PLOTS
+        if p.name.removesuffix(f"-{plot_slug(p.name)}.svg")
+        not in benchmarks.get(plot_slug(p.name), ())
+    ]
+    assert not orphans, f"plots with no data behind them: {orphans}"
+
+
+@pytest.mark.parametrize("path", DATA, ids=[p.stem for p in DATA])
 def test_no_published_rate_is_above_its_ceiling(path):
     doc = T.load_file(path)
     above = [
@@ -64,7 +70,7 @@ def test_no_published_rate_is_above_its_ceiling(path):
     assert not above, above
 
 
-@STALE_NOT_YET
+@STALE_UNTIL_THE_NEXT_RUN
 def test_nothing_published_is_stale_or_missing():
     done = subprocess.run(
         [sys.executable, "-m", "triton_course.runner", "stale"],
@@ -77,8 +83,9 @@ def test_nothing_published_is_stale_or_missing():
 
 
 def test_every_directive_on_every_page_was_evaluated(built_site):
-    # with data for both GPUs, a directive that renders "not measured" names a
-    # benchmark no run measured; one that selects nothing fails the build
+    # with data for every GPU published, a directive that renders "not
+    # measured" names a benchmark no run measured; one that selects nothing
+    # fails the build
     site_dir = built_site[0]
     unevaluated = {
         str(page.relative_to(site_dir)): page.read_text(encoding="utf-8").count(

@@ -79,7 +79,11 @@ def test_gpu_workflow_has_least_privilege():
     writers = {n for n, j in jobs.items() if "write" in j["permissions"].values()}
     assert writers == {"deploy"}
     assert jobs["deploy"]["permissions"] == {"pages": "write", "id-token": "write"}
-    assert jobs["measure"]["runs-on"] == ["self-hosted", "linux", "gpu"]
+    # Only the GPU jobs run on the course's machines; the merge, the build and
+    # the deploy run on GitHub-hosted runners.
+    assert jobs["measure"]["runs-on"] == ["self-hosted", "linux", "${{ matrix.label }}"]
+    for name in ("publish", "deploy"):
+        assert "self-hosted" not in str(jobs[name]["runs-on"]), name
 
 
 def test_every_action_is_pinned_and_checkout_drops_credentials():
@@ -94,13 +98,61 @@ def test_every_action_is_pinned_and_checkout_drops_credentials():
                     assert step.get("with", {}).get("persist-credentials") is False
 
 
-def test_gpu_workflow_runs_the_runner_then_the_staleness_gate_then_the_build():
-    steps = _load(GPU)["jobs"]["measure"]["steps"]
-    runs = [s.get("run", "") for s in steps]
-    order = [
-        next(i for i, r in enumerate(runs) if "make gpu" in r),
-        next(i for i, r in enumerate(runs) if "make stale" in r),
-        next(i for i, r in enumerate(runs) if "make build" in r),
-    ]
-    assert order == sorted(order)
-    assert not any("git push" in r or "git commit" in r for r in runs)  # read-only
+def _runs(job: dict) -> list[str]:
+    return [s.get("run", "") for s in job["steps"]]
+
+
+def _step(job: dict, action: str) -> dict:
+    return next(s for s in job["steps"] if s.get("uses", "").startswith(action + "@"))
+
+
+def _index(runs: list[str], text: str) -> int:
+    found = [i for i, r in enumerate(runs) if text in r]
+    assert found, f"no step runs {text!r}"
+    return found[0]
+
+
+def test_gpu_workflow_measures_each_gpu_model_on_its_own_runner():
+    measure = _load(GPU)["jobs"]["measure"]
+    strategy = measure["strategy"]
+    assert strategy["fail-fast"] is False  # one GPU's failure stops no other
+    entries = strategy["matrix"]["include"]
+    labels = [e["label"] for e in entries]
+    slugs = [e["slug"] for e in entries]
+    assert "gpu-h100" in labels
+    assert len(set(labels)) == len(labels) and len(set(slugs)) == len(slugs)
+    for entry in entries:
+        assert re.fullmatch(r"gpu-[a-z0-9-]+", entry["label"]), entry
+        assert re.fullmatch(r"[a-z0-9-]+", entry["slug"]), entry
+    assert set(strategy["matrix"]) == {"include"}  # no cross product of GPUs
+    runs = _runs(measure)
+    assert measure["env"]["SLUG"] == "${{ matrix.slug }}"
+    # the GPU measured must be the one the label names, or nothing is uploaded
+    measured = _index(runs, "make gpu")
+    assert measured < _index(runs, 'test -f "data/timings/$SLUG.json"')
+    assert measured < _index(runs, "runner compare")
+    upload = _step(measure, "actions/upload-artifact")
+    assert upload["with"]["name"] == "gpu-results-${{ matrix.label }}"
+    assert upload["with"]["if-no-files-found"] == "error"
+
+
+def test_one_merge_job_gates_every_gpu_then_builds_and_deploys():
+    jobs = _load(GPU)["jobs"]
+    publish = jobs["publish"]
+    assert publish["needs"] == "measure"
+    # it runs whatever the GPU jobs did: a failed GPU is left out, not the site
+    assert publish["if"] in ("${{ !cancelled() }}", "${{ always() }}")
+    download = _step(publish, "actions/download-artifact")
+    assert download["with"]["pattern"] == "gpu-results-*"
+    runs = _runs(publish)
+    gate = _index(runs, "-m triton_course.runner.publish")
+    assert '--commit "$GITHUB_SHA"' in runs[gate]
+    assert gate < _index(runs, "make stale") < _index(runs, "make build")
+    uses = [s.get("uses", "") for s in publish["steps"]]
+    assert uses[-1].startswith("actions/upload-pages-artifact@")
+    deploy = jobs["deploy"]
+    assert deploy["needs"] == "publish"
+    assert "needs.publish.result == 'success'" in deploy["if"]
+    assert "github.ref == 'refs/heads/main'" in deploy["if"]
+    for job in jobs.values():
+        assert not any("git push" in r or "git commit" in r for r in _runs(job))
