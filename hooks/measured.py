@@ -11,9 +11,13 @@ time. Directives, each written in a page's Markdown outside code blocks:
 
 ``[[measured bench=NAME gpu=h100 value=pct_roofline dtype=float32 n_elements=largest]]``
     One number from one row, inline. ``value`` is one of ``rate``,
-    ``median_ms``, ``pct_roofline``, ``roofline`` (the ceiling percentages
-    use), ``roofline_probe`` (what the probe itself measured, before the
-    runner raised the ceiling to a faster kernel's rate), ``ratio:<peer>``
+    ``median_ms``, ``pct_roofline`` (the rate as a share of the roofline the
+    probe measured on this GPU in this run; not capped at 100 %, and marked ‡
+    where the rate is above the vendor's peak or more than
+    ``timings.ABOVE_PROBE_TOLERANCE`` above the probe), ``roofline`` (that
+    probe; ``roofline_probe`` is the same number, from when the runner could
+    raise a ceiling), ``vendor_peak`` (the vendor's spec-sheet figure for the
+    same ceiling), ``ratio:<peer>``
     (Triton's rate over that peer's: the median of the round-by-round ratios,
     the same number the timing table shows for that row and peer), or
     ``gpu.<field>`` (e.g. gpu.sm_count;
@@ -47,8 +51,9 @@ time. Directives, each written in a page's Markdown outside code blocks:
     only in <param> (``row:stride=1``: a strided copy against the contiguous).
 
 ``[[plot NAME]]``  (alone on a line)
-    The plot of benchmark NAME (rate against size per peer, the roofline as a
-    dashed line): a tab per GPU, inlined from ``docs/assets/plots/NAME-<gpu>.svg``
+    The plot of benchmark NAME (rate against size per peer, the measured
+    roofline dashed and the vendor's spec-sheet peak dash-dotted): a tab per GPU,
+    inlined from ``docs/assets/plots/NAME-<gpu>.svg``
     (drawn from the data if the file is absent), in ``currentColor`` so it
     follows the light or dark scheme. Without data, a note says so.
 
@@ -64,11 +69,11 @@ time. Directives, each written in a page's Markdown outside code blocks:
 A malformed data file, an unknown benchmark name where data exists, or a
 selector that matches no row fails the build with a message naming the page.
 
-Format-1 data (one round, no spread; allowed only by ``legacy_timings: true``
-in mkdocs.yml) is labelled on every table, and its intervals are the point
-value ±``LEGACY_REL_HALF_WIDTH``: a re-run of the single-round method moved
-about a quarter of the ratios by more than that (issue #13), so anything
-closer is judged too close to call.
+Every share of a ceiling (tables, ``pct_roofline``, verdicts) is against the
+probe measured in the run (``timings.probe_of``: data from the runner that
+raised rooflines keep it in ``probe_value``), and each table names both lines:
+the measured one and the vendor's spec-sheet peak (``vendor_peak``, or
+``vendor_peaks.py`` by GPU name for data from before it was recorded).
 """
 
 from __future__ import annotations
@@ -94,6 +99,10 @@ from triton_course import timings as T  # noqa: E402
 from triton_course.runner import plots as P  # noqa: E402
 
 STALE_TEXT = "measured on an earlier version of this kernel"
+ABOVE_TEXT = "above a ceiling: the note under its table says why"
+ABOVE_MARK = (
+    f'<sup class="course-mark" title="{ABOVE_TEXT}"><a href="#course-marks">‡</a></sup>'
+)
 # The † mark links to a legend on the page itself (on_page_markdown appends
 # it): a hover title alone is invisible on a touch screen.
 STALE_MARK = (
@@ -111,8 +120,6 @@ _NOTEBOOK_RE = re.compile(r"^\[\[notebook\s+(\S+\.ipynb)\]\]\s*$")
 _MEASURED_RE = re.compile(r"\[\[measured\s+([^\]]+)\]\]")
 _VERDICT_RE = re.compile(r"\[\[verdict\s+([^\]]+)\]\]")
 _CLAIM_RE = re.compile(r"\[\[claim\s+([^\]]+)\]\]")
-LEGACY_REL_HALF_WIDTH = 0.10
-LEGACY_TEXT = "single-round data: no run-to-run spread"
 CLOSE = 0.05  # a "~X" claim: the interval lies within ±5 % of X
 LAUNCH_BOUND = 1.5  # a call from Python taking this × its GPU time is launch-bound
 
@@ -155,29 +162,92 @@ def _fmt_size(value) -> str:
     return str(value)
 
 
-def _ratio(row: dict, peer: str, base: str = "Triton") -> float | None:
-    results = row["results"]
-    if base not in results or peer not in results:
-        return None
-    return results[base]["rate"] / results[peer]["rate"]
-
-
-def _peer_ratio(row: dict, peer: str, legacy: bool, base: str = "Triton"):
+def _peer_ratio(row: dict, peer: str, base: str = "Triton"):
     """base's rate over peer's as the site shows it, in the table cell and in
     [[measured value=ratio:]] alike, so one row's ratio reads the same in
     both: the median of the round-by-round ratios (what verdicts and claims
-    judge), or in format 1 (no rounds) the ratio of the two medians. None if
-    either result is absent."""
-    if legacy:
-        ratio = _ratio(row, peer, base=base)
-        return None if ratio is None else _legacy_spread(ratio)
+    judge). None if either result is absent."""
     return T.paired_ratio(row, peer, base=base)
 
 
 def _pct_roofline(row: dict, bench: dict, peer: str = "Triton") -> float | None:
+    """The rate as a share of the probe measured in the run: above 100 %
+    where a contender beat the probe (never capped)."""
     if peer not in row["results"]:
         return None
-    return 100.0 * row["results"][peer]["rate"] / bench["roofline"]["value"]
+    return 100.0 * row["results"][peer]["rate"] / T.probe_of(bench["roofline"])
+
+
+def _flag(bench: dict, row: dict, peer: str, gpu: dict) -> dict | None:
+    """The result's above_ceiling flag: as recorded by a runner that records
+    them (its rooflines carry vendor_peak), else worked out the same way."""
+    result = row["results"].get(peer)
+    if result is None:
+        return None
+    if "vendor_peak" in bench["roofline"]:
+        return result.get("above_ceiling")
+    return T.above_ceiling(result["rate"], bench, row, gpu)
+
+
+def _why_text(flag: dict, bench: dict, row: dict, gpu: dict) -> str:
+    if flag["why"] == "cache":
+        return (
+            f"served from L2: the row's {row['work'] / 2**20:.1f} MiB fit in the "
+            f"GPU's {(gpu.get('l2_bytes') or 0) / 2**20:.0f} MiB L2, so DRAM did "
+            "not supply every byte"
+        )
+    if flag["why"] == "work model":
+        if bench["metric"] == "bandwidth":
+            return (
+                "the byte count includes traffic this contender does not move "
+                "(working set larger than L2)"
+            )
+        return "the FLOP count includes work this contender does not do"
+    return (
+        "the probe is not this GPU's peak for this ceiling (this contender "
+        "beat it, and nothing in the row's counts explains that)"
+    )
+
+
+def _flag_text(flag: dict, bench: dict, row: dict, gpu: dict) -> str:
+    """Which line the rate is above, and why: one note under a table."""
+    above = []
+    if flag["vendor"]:
+        above.append("above the vendor's spec-sheet peak")
+    if flag["probe_ratio"] > 1 + T.ABOVE_PROBE_TOLERANCE:
+        above.append(
+            f"more than {100 * T.ABOVE_PROBE_TOLERANCE:.0f} % above the "
+            f"{bench['roofline']['name']} measured in this run"
+        )
+    return (
+        f"{100 * flag['probe_ratio']:.0f} % of the measured ceiling, "
+        f"{' and '.join(above)}: {_why_text(flag, bench, row, gpu)}"
+    )
+
+
+def _flag_notes(bench: dict, gpu: dict) -> list[str]:
+    """ "‡ torch.compile, n_rows 2048, n_cols 2^15, float32: 111 % of ...",
+    one per flagged result (HTML)."""
+    notes = []
+    for row in bench["rows"]:
+        for peer in bench["peers"]:
+            flag = _flag(bench, row, peer, gpu)
+            if flag is None:
+                continue
+            where = ", ".join(
+                f"{html.escape(p)} {_fmt_size(row['size'][p])}" for p in bench["params"]
+            )
+            notes.append(
+                f"‡ {html.escape(peer)}, {where}, {row['dtype']}: "
+                f"{html.escape(_flag_text(flag, bench, row, gpu))}."
+            )
+    return notes
+
+
+def _ceiling_lines(bench: dict, gpu: dict) -> str:
+    """Both lines a share is read against, named as what they are."""
+    measured, vendor = P.ceiling_names(bench, gpu)
+    return f"{measured}; {vendor}"
 
 
 def _date(bench: dict) -> str:
@@ -203,14 +273,14 @@ def _html_table(head: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{thead}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def render_table(bench: dict, gpu: dict, legacy: bool = False) -> str:
+def render_table(bench: dict, gpu: dict) -> str:
     """The full table under a compact one (which has the ratio and roofline
-    columns), as HTML: Triton's GPU time with its spread, every peer's rate,
-    and the caption with provenance and method."""
+    columns), as HTML: Triton's GPU time with its spread, every peer's rate
+    (‡ where it stands above a ceiling), and the caption with provenance,
+    method and both ceilings."""
     unit = bench["unit"]
     peers = bench["peers"]
-    time_head = "Triton ms (p20–p80)" if legacy else "Triton GPU ms"
-    head = [*bench["params"], "dtype", time_head]
+    head = [*bench["params"], "dtype", "Triton GPU ms"]
     head += [f"{p} {unit}" for p in peers]
     rows = []
     launch_bound = 0
@@ -220,10 +290,6 @@ def render_table(bench: dict, gpu: dict, legacy: bool = False) -> str:
         tri = row["results"].get("Triton")
         if tri is None:
             cells.append("—")
-        elif legacy:
-            cells.append(
-                f"{tri['median_ms']:.4g} ({tri['p20_ms']:.3g}–{tri['p80_ms']:.3g})"
-            )
         else:
             mark = ""
             if tri["wall_ms"] > LAUNCH_BOUND * tri["median_ms"]:
@@ -232,70 +298,39 @@ def render_table(bench: dict, gpu: dict, legacy: bool = False) -> str:
             cells.append(f"{tri['median_ms']:.4g} {_pm(T.spread_of(tri))}{mark}")
         for p in peers:
             r = row["results"].get(p)
-            cells.append(_fmt_number(r["rate"]) if r else "—")
+            mark = " ‡" if _flag(bench, row, p, gpu) else ""
+            cells.append(_fmt_number(r["rate"]) + mark if r else "—")
         rows.append(cells)
 
     prov = bench["provenance"]
-    roof = bench["roofline"]
-    if legacy:
-        method = (
-            "Median of one `triton.testing.do_bench` run per row (launch cost "
-            "included), 20th–80th percentile in brackets."
+    rounds = bench["timing"]["rounds"]
+    method = (
+        f"GPU time: the median of {rounds} interleaved rounds, each the "
+        "median of several calls that start with a cold L2 and have "
+        "Python's launch path hidden; ± is half the interquartile range "
+        "over the rounds (for a ratio, of the round-by-round ratios, at "
+        f"least ±{100 * T.MIN_REL_HALF_WIDTH:.0f} %)."
+    )
+    if launch_bound:
+        method += (
+            f" ◆ launch-bound: a call from Python takes over {LAUNCH_BOUND}× "
+            "its GPU time (the data file has that wall time)."
         )
-    else:
-        rounds = bench["timing"]["rounds"]
-        method = (
-            f"GPU time: the median of {rounds} interleaved rounds, each the "
-            "median of several calls that start with a cold L2 and have "
-            "Python's launch path hidden; ± is half the interquartile range "
-            "over the rounds (for a ratio, of the round-by-round ratios, at "
-            f"least ±{100 * T.MIN_REL_HALF_WIDTH:.0f} %)."
-        )
-        if launch_bound:
-            method += (
-                f" ◆ launch-bound: a call from Python takes over {LAUNCH_BOUND}× "
-                "its GPU time (the data file has that wall time)."
-            )
-        method += _clock_note(bench)
-        method += _autotune_note(bench)
+    method += _clock_note(bench)
+    method += _autotune_note(bench)
     caption = (
         f"{gpu['name']} ({gpu['sm_count']} SMs), measured {_date(bench)}: "
         f"driver {prov['driver']}, CUDA {prov['cuda']}, torch {prov['torch']}, "
         f"triton {prov['triton']}, Python {prov['python']}, "
         f"commit `{str(prov['commit'])[:10]}`. {method} "
         f"{unit} counts {'bytes moved' if bench['metric'] == 'bandwidth' else 'FLOPs'}"
-        f" per call; the roofline, {roof['name']} = {_fmt_number(roof['value'])} "
-        f"{roof['unit']}, was measured in the same run{_raised_note(roof)}."
+        f" per call. Ceilings: {_ceiling_lines(bench, gpu)}."
     )
+    notes = "".join(f"<p><small>{n}</small></p>" for n in _flag_notes(bench, gpu))
     return (
         f'<div class="course-timings">{_html_table(head, rows)}</div>'
-        f"<p><em>{_inline_code(caption)}</em></p>"
+        f"<p><em>{_inline_code(caption)}</em></p>{notes}"
     )
-
-
-def _raised_note(roof: dict) -> str:
-    """Where a contender beat the probe, the ceiling is its rate: say whose."""
-    by = roof.get("raised_by")
-    if not by:
-        return ""
-    return (
-        f" (the probe gave {_fmt_number(roof['probe_value'])} {roof['unit']}; "
-        f"{by['contender']} in {by['benchmark']} went faster, and its rate is "
-        "the ceiling)"
-    )
-
-
-def _legacy_note() -> list[str]:
-    return [
-        f'!!! warning "Measured with the old method: {LEGACY_TEXT}"',
-        "    These numbers come from a single `do_bench` per row, before the "
-        "runner timed in interleaved rounds. A re-run of that method moved "
-        "about a quarter of the Triton/peer ratios by more than "
-        f"{100 * LEGACY_REL_HALF_WIDTH:.0f} %, so verdicts and claims on this "
-        f"page treat each ratio as uncertain by ±{100 * LEGACY_REL_HALF_WIDTH:.0f} %. "
-        "The next GPU run replaces them.",
-        "",
-    ]
 
 
 def _clock_note(bench: dict) -> str:
@@ -325,10 +360,12 @@ def _short_peer(peer: str) -> str:
     return {"PyTorch eager": "eager", "torch.compile": "compile"}.get(peer, peer)
 
 
-def render_compact(bench: dict, legacy: bool) -> str:
+def render_compact(bench: dict, gpu: dict) -> str:
     """What a reader compares, one line per row: rate, ratio to each other
-    implementation and % of the roofline, with compact ± spreads. Wrapped in
-    a div whose CSS keeps numeric cells on one line (and the table in its box)."""
+    implementation and % of the measured roofline (‡ above a ceiling), with
+    compact ± spreads; under it, both ceilings named and why any rate stands
+    above one. Wrapped in a div whose CSS keeps numeric cells on one line
+    (and the table in its box)."""
     others = [p for p in bench["peers"] if p != "Triton"]
     # a size parameter with one value in every row is said once, not tabled
     fixed = [
@@ -338,30 +375,32 @@ def render_compact(bench: dict, legacy: bool) -> str:
     fixed = [p for p in fixed if p not in params]
     head = [*params, "dtype", f"Triton {bench['unit']}"]
     head += [f"÷ {_short_peer(p)}" for p in others]
-    head.append(f"% {bench['roofline']['name']}")
+    head.append(f"% {bench['roofline']['name']} (measured)")
     rows = []
     for row in bench["rows"]:
         cells = [_fmt_size(row["size"][p]) for p in params] + [row["dtype"]]
         tri = row["results"].get("Triton")
         cells.append(_fmt_number(tri["rate"]) if tri else "—")
         for p in others:
-            spread = _peer_ratio(row, p, legacy)
+            spread = _peer_ratio(row, p)
             if spread is None:
                 cells.append("—")
-            elif legacy:
-                cells.append(f"{spread.median:.2f}×")
             else:
                 pm = _pm(spread).replace(" %", "%")
                 cells.append(f"{spread.median:.2f}× <small>{pm}</small>")
         pct = _pct_roofline(row, bench)
-        cells.append(f"{pct:.0f} %" if pct is not None else "—")
+        mark = " ‡" if _flag(bench, row, "Triton", gpu) else ""
+        cells.append(f"{pct:.0f} %{mark}" if pct is not None else "—")
         rows.append(cells)
     # _fmt_size gives HTML (2<sup>24</sup>): only the names are escaped
     said = ", ".join(
         f"{html.escape(p)} {_fmt_size(bench['rows'][0]['size'][p])}" for p in fixed
     )
     lead = f"<p>In every row: {said}.</p>" if said else ""
-    return f'{lead}<div class="course-timings">{_html_table(head, rows)}</div>'
+    lines = html.escape(_ceiling_lines(bench, gpu))
+    foot = f"<p><small>%: Triton's rate as a share of the {lines}.</small></p>"
+    foot += "".join(f"<p><small>{n}</small></p>" for n in _flag_notes(bench, gpu))
+    return f'{lead}<div class="course-timings">{_html_table(head, rows)}</div>{foot}'
 
 
 def csv_of(bench: dict) -> str:
@@ -456,8 +495,6 @@ def render_timings(
         body = []
         if stale:
             body += _stale_note(bench["snippet"])
-        if g.legacy:
-            body += _legacy_note()
         # The picture first, drawn from the same data as the table below it.
         # Only a placeholder goes through Markdown and the search indexer:
         # on_post_page puts the SVG in (parsing it twice cost a second a build).
@@ -480,7 +517,7 @@ def render_timings(
 
         body.append(_defer(f'<div class="course-plot">{drawn(kinds[0])}</div>'))
         body.append("")
-        body.append(_defer(render_compact(bench, g.legacy)))
+        body.append(_defer(render_compact(bench, g.gpu)))
         body.append("")
         body.append(
             f"*{g.gpu['name']}, measured {_date(bench)} with triton "
@@ -496,7 +533,7 @@ def render_timings(
         other = drawn(kinds[1])
         full = _defer(
             (f'<div class="course-plot">{other}</div>' if "<g" in other else "")
-            + render_table(bench, g.gpu, g.legacy)
+            + render_table(bench, g.gpu)
             + f'<p>Download: <a href="{json_url}" download>{g.path.name}</a> '
             "(everything measured on this GPU) · "
             f'<a href="{csv_url}" download>{name}-{g.gpu["slug"]}.csv</a> '
@@ -549,7 +586,8 @@ def render_plot(name: str, gpus: list, root: Path, plots_dir: Path) -> str:
         body.append(f'<div class="course-plot" markdown="0">{svg}</div>')
         body += [
             "",
-            f"*{g.gpu['name']}, measured {_date(bench)}; dashed: the roofline.*",
+            f"*{g.gpu['name']}, measured {_date(bench)}; dashed: "
+            f"{_ceiling_lines(bench, g.gpu).replace('; ', '; dash-dotted: ', 1)}.*",
         ]
         blocks.append((g.label, "\n".join(body)))
     return _tabs(blocks)
@@ -674,16 +712,21 @@ def render_measured(text: str, gpus: list, root: Path) -> str:
         spread, number = _shown(row, bench, value, peer, g)
         if target is not None:
             number += f" ({T.verdict(spread, target)})"
-    elif value == "roofline":
-        number = (
-            f"{_fmt_number(bench['roofline']['value'])} {bench['roofline']['unit']}"
-        )
-    elif value == "roofline_probe":
-        # What the probe itself measured: the runner may have raised the
-        # ceiling to a faster kernel's rate (probe_value keeps the probe's);
-        # data without probe_value were never raised.
+        if value == "pct_roofline" and _flag(bench, row, peer, g.gpu):
+            number += ABOVE_MARK
+    elif value in ("roofline", "roofline_probe"):
+        # the probe measured in the run; probe_of reads it also from data
+        # whose roofline the old runner raised to a contender's rate
         roof = bench["roofline"]
-        number = f"{_fmt_number(roof.get('probe_value', roof['value']))} {roof['unit']}"
+        number = f"{_fmt_number(T.probe_of(roof))} {roof['unit']}"
+    elif value == "vendor_peak":
+        peak = T.vendor_peak_of(bench["roofline"], g.gpu["name"])
+        if peak is None:
+            raise ValueError(
+                f"no vendor spec-sheet peak for the {bench['roofline']['name']} "
+                f"of {g.label} (triton_course/vendor_peaks.py)"
+            )
+        number = f"{_fmt_number(peak['value'])} {bench['roofline']['unit']}"
     else:
         raise ValueError(f"unknown value {value!r}")
     if T.is_stale(bench, root):
@@ -857,11 +900,6 @@ def _pct_text(spread: T.Spread) -> str:
     )
 
 
-def _legacy_spread(point: float) -> T.Spread:
-    half = LEGACY_REL_HALF_WIDTH * point
-    return T.Spread(point, point - half, point + half)
-
-
 def _shown(row: dict, bench: dict, value: str, peer: str, g) -> tuple[T.Spread, str]:
     """A pct_roofline, ratio:<peer> or vs:<bench> number with its interval,
     and its text as the page shows it ("0.91× ±3 %")."""
@@ -869,16 +907,14 @@ def _shown(row: dict, bench: dict, value: str, peer: str, g) -> tuple[T.Spread, 
         result = row["results"].get(peer)
         if result is None:
             raise ValueError(f"no result for peer {peer!r}")
-        per_ms = 100.0 * row["work"] / bench["roofline"]["value"]
+        # against the probe measured in the run: never a raised ceiling
+        per_ms = 100.0 * row["work"] / T.probe_of(bench["roofline"])
         per_ms /= 1e6 if bench["metric"] == "bandwidth" else 1e9
-        if g.legacy:
-            spread = _legacy_spread(per_ms / result["median_ms"])
-        else:
-            spread = T.widened(
-                per_ms / result["median_ms"],
-                per_ms / result["q75_ms"],
-                per_ms / result["q25_ms"],
-            )
+        spread = T.widened(
+            per_ms / result["median_ms"],
+            per_ms / result["q75_ms"],
+            per_ms / result["q25_ms"],
+        )
         return spread, _pct_text(spread)
     if value.startswith("vs:"):
         other = _measured_bench(g, value[3:])
@@ -891,12 +927,12 @@ def _shown(row: dict, bench: dict, value: str, peer: str, g) -> tuple[T.Spread, 
         ]
         if not match or peer not in row["results"] or peer not in match[0]["results"]:
             raise ValueError(f"{value[3:]} has no {peer} row like {row['size']}")
-        spread = _apart_ratio(row["results"][peer], match[0]["results"][peer], g)
+        spread = _apart_ratio(row["results"][peer], match[0]["results"][peer])
         return spread, f"{spread.median:.2f}× {_pm(spread)}"
     if value.startswith("row:"):
         return _row_ratio(row, bench, value, peer, g)
     other = value[6:]
-    spread = _peer_ratio(row, other, g.legacy, base=peer)
+    spread = _peer_ratio(row, other, base=peer)
     if spread is None:
         raise ValueError(f"no result for peer {other!r}")
     return spread, f"{spread.median:.2f}× {_pm(spread)}"
@@ -921,15 +957,13 @@ def _row_ratio(row: dict, bench: dict, value: str, peer: str, g):
             f"{value!r}: no {peer} row like {row['size']} with {param}={wanted}"
         )
     work = row["work"] / match[0]["work"]
-    spread = _apart_ratio(row["results"][peer], match[0]["results"][peer], g, work)
+    spread = _apart_ratio(row["results"][peer], match[0]["results"][peer], work)
     return spread, f"{spread.median:.2f}× {_pm(spread)}"
 
 
-def _apart_ratio(a: dict, b: dict, g, work: float = 1.0) -> T.Spread:
+def _apart_ratio(a: dict, b: dict, work: float = 1.0) -> T.Spread:
     """Result a's rate over result b's (a's work = `work` × b's), for two
     results timed apart, not interleaved: their intervals compound."""
-    if g.legacy:
-        return _legacy_spread(work * b["median_ms"] / a["median_ms"])
     return T.widened(
         work * b["median_ms"] / a["median_ms"],
         work * b["q25_ms"] / a["q75_ms"],
@@ -1100,6 +1134,14 @@ def _with_legend(markdown: str) -> str:
         parts.append(
             f"<strong>†</strong> {STALE_TEXT}: its snippet changed after this "
             "GPU run, and the next run measures it again."
+        )
+    if ABOVE_MARK in markdown:
+        parts.append(
+            "<strong>‡</strong> a rate above the vendor's spec-sheet peak, or "
+            f"more than {100 * T.ABOVE_PROBE_TOLERANCE:.0f} % above the ceiling "
+            "measured in the same run: the note under that benchmark's table "
+            "says why (served from L2, a byte or FLOP count that includes work "
+            "the kernel does not do, or a probe below what the GPU can do)."
         )
     if re.search(r"× ±\d", markdown):
         parts.append(

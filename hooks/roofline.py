@@ -6,11 +6,14 @@ Directive, alone on a line outside code blocks::
     [[roofline gpu=h100 bench=gpu_fma_intensity,vector_add rows=all]]
 
 It becomes an inline SVG (log-log: arithmetic intensity in FLOP/byte against
-TFLOP/s) with the GPU's two ceilings, both measured by the GPU runner in the
-same run as the kernels: the copy bandwidth (the ``roofline`` of bandwidth
-benchmarks, GB/s) and the large-matmul rate (the ``roofline`` of compute
-benchmarks, TFLOP/s). Below it, a table of the points; then every benchmark
-that records only one of the two counts, as a bar of its rate against the
+TFLOP/s) with two roofs: the one measured by the GPU runner in the same run
+as the kernels (solid: the copy bandwidth, the probe of the ``roofline`` of
+bandwidth benchmarks, GB/s, and the large-matmul rate, that of compute
+benchmarks, TFLOP/s; ``timings.probe_of``), and the vendor's spec-sheet peaks
+for the same two (dashed; ``timings.vendor_peak_of``), each named in a key in
+the plot's empty upper left and in the caption. Below it, a table of the
+points (% of the measured roof, never capped; ‡ above a ceiling); then every
+benchmark that records only one of the two counts, as a bar of its rate against the
 one ceiling its own table uses; then any left out for another reason. The
 SVG is drawn twice, for the column and for a phone (CSS shows one).
 
@@ -45,6 +48,7 @@ if str(REPO_ROOT) not in sys.path:  # the hooks must work without an install
 
 from hooks._directives import rewrite_directives  # noqa: E402
 from triton_course import timings as T  # noqa: E402
+from triton_course.runner import plots as P  # noqa: E402
 
 _DIRECTIVE_RE = re.compile(r"^\[\[roofline((?:\s+[^\]]*)?)\]\]\s*$")
 # Inline: [[ridge gpu=h100]] is the measured ridge point in FLOP/byte;
@@ -60,6 +64,7 @@ WIDTH, HEIGHT = 640, 400
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 48
 NARROW_WIDTH, NARROW_HEIGHT = 350, 320
 
+DASH = "7 4"  # the vendor's roof
 _state: dict = {}
 
 
@@ -87,22 +92,45 @@ def _parse_args(text: str) -> dict:
     return args
 
 
+def _dram(bench: dict) -> bool:
+    """A benchmark measured against DRAM's copy bandwidth (not L2's)."""
+    return bench["metric"] == "bandwidth" and P.ceiling_key(bench) == "bandwidth"
+
+
 def ceilings(bench_map: dict) -> tuple[float | None, float | None]:
-    """(copy bandwidth in GB/s, matmul rate in TFLOP/s) measured in this run.
+    """(copy bandwidth in GB/s, matmul rate in TFLOP/s) as the probes measured
+    them in this run (never a value the old runner raised to a kernel's rate).
 
     Every benchmark of one metric carries the same measured roofline; if a
-    file mixes runs, the highest value is the ceiling.
+    file mixes runs, the highest probe is the ceiling.
     """
-    bw = [  # DRAM's: a benchmark held in L2 has a roofline of its own
-        b["roofline"]["value"]
-        for b in bench_map.values()
-        if b["metric"] == "bandwidth"
-        and b["roofline"].get("ceiling", "bandwidth") == "bandwidth"
-    ]
+    bw = [T.probe_of(b["roofline"]) for b in bench_map.values() if _dram(b)]
     fl = [
-        b["roofline"]["value"] for b in bench_map.values() if b["metric"] == "compute"
+        T.probe_of(b["roofline"])
+        for b in bench_map.values()
+        if b["metric"] == "compute"
     ]
     return (max(bw) if bw else None, max(fl) if fl else None)
+
+
+def vendor_ceilings(bench_map: dict, gpu: dict) -> tuple[dict | None, dict | None]:
+    """The vendor's spec-sheet peaks ({value, source}) for the same two."""
+    bw = [b for b in bench_map.values() if _dram(b)]
+    fl = [b for b in bench_map.values() if b["metric"] == "compute"]
+    return tuple(
+        T.vendor_peak_of(group[0]["roofline"], gpu["name"]) if group else None
+        for group in (bw, fl)
+    )
+
+
+def _flagged(bench: dict, row: dict, gpu: dict) -> dict | None:
+    """Triton's above_ceiling flag in this row, as recorded or worked out."""
+    result = row["results"].get("Triton")
+    if result is None:
+        return None
+    if "vendor_peak" in bench["roofline"]:
+        return result.get("above_ceiling")
+    return T.above_ceiling(result["rate"], bench, row, gpu)
 
 
 def counts(bench: dict, row: dict) -> tuple:
@@ -141,8 +169,11 @@ def place(bench: dict, row: dict) -> tuple[dict | None, str | None]:
     return {"intensity": flops / nbytes, "tflops": tflops}, None
 
 
-def collect(bench_map: dict, names: list[str] | None, all_rows: bool):
-    """Points to draw and (name, reason) pairs for benchmarks left out."""
+def collect(
+    bench_map: dict, names: list[str] | None, all_rows: bool, gpu: dict | None = None
+):
+    """Points to draw and (name, reason) pairs for benchmarks left out; with
+    ``gpu``, each point carries its row's above_ceiling flag (``flag``)."""
     points, left_out = [], []
     for name in names if names is not None else sorted(bench_map):
         if name not in bench_map:
@@ -166,6 +197,7 @@ def collect(bench_map: dict, names: list[str] | None, all_rows: bool):
                     "title": bench["title"],
                     "size": size,
                     "dtype": row["dtype"],
+                    "flag": _flagged(bench, row, gpu) if gpu else None,
                 }
             )
         if reasons and len(reasons) == len(rows):
@@ -202,7 +234,11 @@ def render_svg(
     width: int = WIDTH,
     height: int = HEIGHT,
     cls: str = "wide",
+    vendor: tuple = (None, None),
 ) -> str:
+    """The plot; ``vendor`` = (GB/s, TFLOP/s) of the spec-sheet roof, drawn
+    dashed beside the measured one (solid), both named in a key in the upper
+    left, above the roof's slope, where no kernel can be."""
     ridge = (
         peak_tflops / (bandwidth_gbs / 1e3) if bandwidth_gbs and peak_tflops else None
     )
@@ -215,6 +251,8 @@ def render_svg(
         ys.append(peak_tflops)
     if bandwidth_gbs:
         ys.append(bandwidth_gbs * 10.0**x0 / 1e3)
+    ys += [v for v in vendor if v]
+    ys.append(max(ys) * 4)  # head room for the key above the roof's slope
     y0, y1 = _decades(min(ys) / 2, max(ys) * 2)
     pw, ph = width - LEFT - RIGHT, height - TOP - BOTTOM
 
@@ -271,6 +309,26 @@ def render_svg(
             f'<polyline class="roof" points="{path}" fill="none" '
             'stroke="currentColor" stroke-width="2"/>'
         )
+    if vendor[0] or vendor[1]:
+        top = [(s, attainable(s, *vendor)) for s in samples]
+        path = " ".join(f"{sx(s):.1f},{sy(v):.1f}" for s, v in top)
+        out.append(
+            f'<polyline class="vendor-roof" points="{path}" fill="none" '
+            f'stroke="currentColor" stroke-width="1.5" stroke-dasharray="{DASH}"/>'
+        )
+    narrow = cls == "narrow"
+    keys = [("", "measured on this GPU in this run" if not narrow else "measured")]
+    if vendor[0] or vendor[1]:
+        keys.append((DASH, "vendor spec-sheet peak" if not narrow else "vendor peak"))
+    for i, (dash, text) in enumerate(keys):
+        y = TOP + 16 + 16 * i
+        dashed = f' stroke-dasharray="{dash}"' if dash else ""
+        out.append(
+            f'<line class="roof-key" x1="{LEFT + 8}" y1="{y - 4}" x2="{LEFT + 28}" '
+            f'y2="{y - 4}" stroke="currentColor" stroke-width="2"{dashed}/>'
+            f'<text class="roof-label" x="{LEFT + 34}" y="{y}" '
+            f'fill="currentColor">{text}</text>'
+        )
     if ridge:
         out.append(
             f'<line class="ridge" x1="{sx(ridge):.1f}" y1="{sy(peak_tflops):.1f}" '
@@ -317,29 +375,43 @@ def render_roofline(text: str, gpus: list) -> str:
         )
     g = matches[0]
     names = args["bench"].split(",") if "bench" in args else None
-    points, left_out = collect(g.benchmarks, names, args.get("rows") == "all")
+    points, left_out = collect(g.benchmarks, names, args.get("rows") == "all", g.gpu)
     bandwidth, peak = ceilings(g.benchmarks)
     if not points and bandwidth is None and peak is None:
         return f'!!! info "Roofline: not yet measured on {g.label}"\n'
+    v_bw, v_peak = vendor_ceilings(g.benchmarks, g.gpu)
+    vendor = tuple(v["value"] if v else None for v in (v_bw, v_peak))
     label = f"Roofline of {g.label}"
-    svg = render_svg(points, bandwidth, peak, label) + render_svg(
-        points, bandwidth, peak, label, NARROW_WIDTH, NARROW_HEIGHT, "narrow"
-    )
-    names = {b["metric"]: b["roofline"].get("name") for b in g.benchmarks.values()}
-    roofs = []
-    if bandwidth:
-        name = names.get("bandwidth") or "copy bandwidth"
-        roofs.append(f"{name} {_fmt(bandwidth)} GB/s (sloped line)")
-    if peak:
-        name = names.get("compute") or "large-matmul rate"
-        roofs.append(f"{name} {_fmt(peak)} TFLOP/s (flat line)")
+    svg = render_svg(points, bandwidth, peak, label, vendor=vendor) + render_svg(
+        points, bandwidth, peak, label, NARROW_WIDTH, NARROW_HEIGHT, "narrow",
+        vendor=vendor,
+    )  # fmt: skip
+    by_metric = {}
+    for b in g.benchmarks.values():
+        if b["metric"] == "compute" or _dram(b):
+            by_metric.setdefault(b["metric"], b)
+    roofs = [
+        P.ceiling_names(by_metric[m], g.gpu)[0] + f" ({shape})"
+        for m, shape in (("bandwidth", "the sloped line"), ("compute", "flat"))
+        if m in by_metric
+    ]
+    vendors = [
+        f"{_fmt(v['value'])} {unit} ({v['source']})"
+        for v, unit in ((v_bw, "GB/s"), (v_peak, "TFLOP/s"))
+        if v
+    ]
     if bandwidth and peak:
-        roofs.append(f"ridge point {_fmt(peak / (bandwidth / 1e3))} FLOP/byte (dashed)")
+        roofs.append(
+            f"measured ridge point {_fmt(peak / (bandwidth / 1e3))} FLOP/byte "
+            "(the thin vertical line)"
+        )
     caption = (
-        f"{label}, SMs: {g.gpu['sm_count']}. Ceilings measured by the GPU runner: "
+        f"{label}, SMs: {g.gpu['sm_count']}. Solid roof: "
         + "; ".join(roofs)
+        + ". Dashed roof: vendor spec-sheet peak"
+        + (f"s, {'; '.join(vendors)}" if vendors else ": none for this GPU")
         + ". Each numbered point is a Triton kernel of the course, placed from "
-        "its measured time."
+        "its measured time; ‡: above a ceiling (see the note below)."
     )
     lines = [
         "",
@@ -352,19 +424,25 @@ def render_roofline(text: str, gpus: list) -> str:
             "| # | Kernel | Size | dtype | FLOP/byte | TFLOP/s | % of roof here |",
             "|---:|---|---|---|---:|---:|---:|",
         ]
+        notes = []
         for i, p in enumerate(points, start=1):
             roof = attainable(p["intensity"], bandwidth, peak)
+            # against the measured roof, never capped at 100 %
             pct = f"{100 * p['tflops'] / roof:.0f} %" if roof else "—"
+            if p["flag"]:
+                pct += " ‡"
+                notes.append(f"‡ {i}. `{p['bench']}`: {_flag_note(p['flag'])}")
             title = p["title"].replace("|", "/")
             lines.append(
                 f"| {i} | `{p['bench']}`: {title} | {p['size']} | {p['dtype']} "
                 f"| {_fmt(p['intensity'])} | {_fmt(p['tflops'])} | {pct} |"
             )
         lines.append("")
+        lines += [n + "\n" for n in notes]
     against = [(n, r) for n, r in left_out if r in _ONE_COUNT]
     others = [(n, r) for n, r in left_out if r not in _ONE_COUNT]
     if against:
-        lines += [against_ceiling(against, g.benchmarks), ""]
+        lines += [against_ceiling(against, g.benchmarks, g.gpu), ""]
     if others:
         lines.append("Not placed on the plot:")
         lines.append("")
@@ -381,10 +459,26 @@ _ONE_COUNT = {
 }
 
 
-def against_ceiling(left_out: list, bench_map: dict) -> str:
+def _flag_note(flag: dict) -> str:
+    above = ["above the vendor's spec-sheet peak"] if flag["vendor"] else []
+    if flag["probe_ratio"] > 1 + T.ABOVE_PROBE_TOLERANCE:
+        above.append(
+            f"{100 * flag['probe_ratio']:.0f} % of the ceiling measured in this run"
+        )
+    why = {
+        "cache": "served from L2 (its bytes fit in the L2)",
+        "work model": "its byte or FLOP count includes work it does not do",
+        "probe": "the probe is not this GPU's peak for this ceiling",
+    }[flag["why"]]
+    return f"{' and '.join(above)}: {why}."
+
+
+def against_ceiling(left_out: list, bench_map: dict, gpu: dict | None = None) -> str:
     """The benchmarks the roofline cannot place (their data records bytes or
     FLOPs, not both), each at its largest size against the one ceiling its
-    table measures it by: a bar per benchmark, so none is only a name."""
+    table measures it by, as the probe measured it: a bar per benchmark, so
+    none is only a name (the number is never capped at 100 %; ‡ marks a rate
+    above a ceiling)."""
     rows = []
     for name, reason in left_out:
         bench = bench_map[name]
@@ -393,8 +487,11 @@ def against_ceiling(left_out: list, bench_map: dict) -> str:
         if result is None:
             continue
         roof = bench["roofline"]
-        pct = 100.0 * result["rate"] / roof["value"]
+        pct = 100.0 * result["rate"] / T.probe_of(roof)
         rate = f"{_fmt(result['rate'])} {roof['unit']}"
+        flag = _flagged(bench, row, gpu) if gpu else None
+        if flag:
+            rate += f"; ‡ {_flag_note(flag)}"
         rows.append((roof["name"], -pct, name, rate, _ONE_COUNT[reason], pct))
     rows.sort(key=lambda r: (r[0], r[1]))
     counts = {k: sum(r[4] == k for r in rows) for k in ("bytes only", "FLOPs only")}
@@ -411,7 +508,7 @@ def against_ceiling(left_out: list, bench_map: dict) -> str:
         "<p>Not on the roofline, because a point needs both counts: "
         + " and ".join(parts)
         + ". Each is shown here at its largest size against the one ceiling "
-        "its own table measures it by.</p>",
+        "its own table measures it by, as measured on this GPU in this run.</p>",
         '<div class="course-ceiling"><table class="course-ceiling-table">'
         # the bar next to the name: on a phone the last columns scroll away
         "<thead><tr><th>Kernel</th><th>Triton's rate, % of the ceiling</th>"

@@ -89,3 +89,99 @@ def overlaps(svg: str) -> list[str]:
             if a1 < b3 - 1 and b1 < a3 - 1 and a2 < b4 - 1 and b2 < a4 - 1:
                 found.append(f"{a['text']!r} on {b['text']!r}")
     return found
+
+
+_SHAPE_RE = re.compile(
+    r"<g\b([^>]*)>|</g>|<(circle|rect|polygon|path|line)\b([^>]*?)/?>", re.S
+)
+
+
+def _path_segments(d: str) -> list[tuple]:
+    """Segments of a path made of absolute M, L, H and V commands."""
+    segs, x, y = [], 0.0, 0.0
+    for cmd, args in re.findall(r"([MLHV])([^MLHV]*)", d):
+        nums = [float(v) for v in re.findall(r"-?[\d.]+", args)]
+        if cmd == "M":
+            x, y = nums[0], nums[1]
+            continue
+        nx, ny = (
+            (nums[0], nums[1]) if cmd == "L"
+            else (nums[0], y) if cmd == "H"
+            else (x, nums[0])
+        )  # fmt: skip
+        segs.append((x, y, nx, ny))
+        x, y = nx, ny
+    return segs
+
+
+def data_shapes(svg: str) -> list[tuple]:
+    """The data a label must not cover, in viewBox units: ("box", box) for
+    each marker (class "point") and ("seg", x1, y1, x2, y2) for each segment
+    of a peer's line (class "series-line") or of a spread whisker (class
+    "spread")."""
+    out, stack = [], [(0.0, 0.0)]
+    for m in _SHAPE_RE.finditer(svg):
+        if m.group(0).startswith("<g"):
+            dx, dy, _ = _transform(_attr(m.group(1), "transform"))
+            ox, oy = stack[-1]
+            stack.append((ox + dx, oy + dy))
+            continue
+        if m.group(0) == "</g>":
+            stack.pop()
+            continue
+        tag, attrs = m.group(2), m.group(3)
+        cls = _attr(attrs, "class", "")
+        ox, oy = stack[-1]
+        if cls == "point":
+            if tag == "circle":
+                cx, cy = float(_attr(attrs, "cx")), float(_attr(attrs, "cy"))
+                r = float(_attr(attrs, "r"))
+                box = (cx - r, cy - r, cx + r, cy + r)
+            elif tag == "rect":
+                x, y = float(_attr(attrs, "x")), float(_attr(attrs, "y"))
+                box = (x, y, x + float(_attr(attrs, "width")),
+                       y + float(_attr(attrs, "height")))  # fmt: skip
+            elif tag == "polygon":
+                corners = re.findall(r"-?[\d.]+", _attr(attrs, "points"))
+                pts = [float(v) for v in corners]
+                xs, ys = pts[0::2], pts[1::2]
+                box = (min(xs), min(ys), max(xs), max(ys))
+            else:
+                continue
+            out.append(("box", (box[0] + ox, box[1] + oy, box[2] + ox, box[3] + oy)))
+        elif cls in ("series-line", "spread") and tag == "path":
+            for x1, y1, x2, y2 in _path_segments(_attr(attrs, "d")):
+                out.append(("seg", (x1 + ox, y1 + oy, x2 + ox, y2 + oy)))
+    return out
+
+
+def _seg_in_box(box: tuple, seg: tuple) -> bool:
+    """Whether a segment passes through a box, sampled every half unit."""
+    x1, y1, x2, y2 = seg
+    n = max(2, int(math.hypot(x2 - x1, y2 - y1) * 2))
+    return any(
+        box[0] < x1 + (x2 - x1) * i / n < box[2]
+        and box[1] < y1 + (y2 - y1) * i / n < box[3]
+        for i in range(n + 1)
+    )
+
+
+def labels_on_data(svg: str, cls: str = "line-label") -> list[str]:
+    """The line labels (texts of class ``cls``) whose box covers a marker or
+    crosses a peer's line or a whisker."""
+    shapes = data_shapes(svg)
+    found = []
+    for t in text_boxes(svg):
+        if f'class="{cls}"' not in t["attrs"]:
+            continue
+        b = t["box"]
+        for kind, s in shapes:
+            hit = (
+                b[0] < s[2] and s[0] < b[2] and b[1] < s[3] and s[1] < b[3]
+                if kind == "box"
+                else _seg_in_box(b, s)
+            )
+            if hit:
+                found.append(f"{t['text']!r} on {kind} {tuple(round(v) for v in s)}")
+                break
+    return found

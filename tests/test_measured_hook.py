@@ -76,10 +76,11 @@ def fixture_doc(
     }
 
 
-def legacy_doc():
-    """The same GPU in format 1: one do_bench per row, p20/p80, no rounds."""
+def format_1_doc():
+    """The same GPU in format 1 (one do_bench per row, p20/p80, no rounds),
+    which the loader refuses."""
     doc = fixture_doc()
-    doc["format_version"] = T.LEGACY_VERSION
+    doc["format_version"] = 1
     bench = doc["benchmarks"]["vector_add"]
     del bench["timing"], bench["clocks"]
     for row in bench["rows"]:
@@ -275,7 +276,7 @@ def test_a_claim_on_an_unmeasured_gpu_states_nothing(tmp_path):
 
 
 def test_a_format_1_file_is_refused_with_what_to_do(tmp_path):
-    code, _, err = build(tmp_path, {"fixture-gpu-a.json": legacy_doc()})
+    code, _, err = build(tmp_path, {"fixture-gpu-a.json": format_1_doc()})
     assert code != 0
     assert "fixture-gpu-a.json" in err and "format_version 1" in err
     assert "python -m triton_course.runner run" in err
@@ -290,24 +291,6 @@ def test_rows_lacking_the_new_fields_are_refused_with_what_to_do(tmp_path):
     del doc["benchmarks"]["vector_add"]["timing"]
     code, _, err = build(tmp_path, {"fixture-gpu-a.json": doc})
     assert code != 0 and "lacks ['timing']" in err and "runner run" in err
-
-
-def test_a_site_that_allows_format_1_labels_it_and_judges_at_10_percent(tmp_path):
-    ratio = "bench=vector_add gpu=gpu-a value='ratio:PyTorch eager' n_elements=4096"
-    page = (
-        "[[timings vector_add]]\n\n"
-        f"A [[measured {ratio} target=1.1]]. B [[measured {ratio} target=1.0]].\n"
-    )
-    code, html, err = build(
-        tmp_path,
-        {"fixture-gpu-a.json": legacy_doc()},
-        page,
-        extra="  legacy_timings: true\n",
-    )
-    assert code == 0, err
-    assert "Measured with the old method" in html
-    assert "A 1.20× ±10 % (too close to call)." in html  # 1.08..1.32
-    assert "B 1.20× ±10 % (met)." in html
 
 
 @pytest.mark.parametrize(
@@ -406,11 +389,8 @@ def test_write_atomic_validates_and_leaves_the_old_file_on_failure(tmp_path):
 
 
 def test_shipped_data_files_are_valid():
-    # Whatever the runner has committed must pass the same validation; format
-    # 1 only while mkdocs.yml still allows it (until the next GPU run).
-    site = (REPO_ROOT / "mkdocs.yml").read_text()
-    allowed = "\n  legacy_timings: true" in site
-    for gpu in T.load_dir(REPO_ROOT / "data" / "timings", accept_legacy=allowed):
+    # Whatever the runner has committed must pass the same validation
+    for gpu in T.load_dir(REPO_ROOT / "data" / "timings"):
         assert gpu.benchmarks, f"{gpu.path.name} holds no benchmarks"
 
 
@@ -648,7 +628,7 @@ def test_targets_the_page_states_are_drawn_over_the_sizes_they_are_stated_for(
         float(re.search(rf'{a}="([\d.]+)"', roof.group()).group(1))
         for a in ("x1", "x2")
     )
-    assert x2 - x1 == 28 and "target 60 % of the roofline" in rate
+    assert x2 - x1 == 28 and "target 60 % of the measured ceiling" in rate
     assert 'data-target="ratio:PyTorch eager=1.1"' in ratio
     assert "Triton ÷ PyTorch eager — float32" in ratio
     assert "the fastest other implementation" not in ratio
@@ -711,7 +691,7 @@ def test_a_ratio_in_prose_and_in_the_table_is_one_number(tmp_path):
     assert f"<td>{of_medians:.2f}×" not in html
 
 
-def test_roofline_probe_shows_the_probe_not_the_raised_ceiling(tmp_path):
+def test_roofline_is_the_probe_even_where_the_old_runner_raised_it(tmp_path):
     doc = fixture_doc()
     roof = doc["benchmarks"]["vector_add"]["roofline"]
     roof |= {"value": 1200.0, "probe_value": 950.0}
@@ -723,7 +703,8 @@ def test_roofline_probe_shows_the_probe_not_the_raised_ceiling(tmp_path):
     )
     code, html, err = build(tmp_path, {"fixture-gpu-a.json": doc}, page=page)
     assert code == 0, err
-    assert "Probe: 950 GB/s." in html and "Ceiling: 1 200 GB/s." in html
+    assert "Probe: 950 GB/s." in html and "Ceiling: 950 GB/s." in html
+    assert "raised" not in html and "went faster" not in html
     # a ceiling never raised has no probe_value: the probe is the value
     del roof["probe_value"], roof["raised_by"]
     code, html, err = build(tmp_path, {"fixture-gpu-a.json": doc}, page=page)

@@ -19,7 +19,7 @@ PLOTS = sorted((REPO_ROOT / "docs" / "assets" / "plots").glob("*.svg"))
 
 def _all():
     for path in DATA:
-        g = T.load_file(path, accept_legacy=True)
+        g = T.load_file(path)
         for name, bench in g.benchmarks.items():
             yield g, name, bench
 
@@ -39,6 +39,10 @@ def test_every_drawing_of_the_data_keeps_its_texts_inside_and_apart():
             where = f"{name} on {g.gpu['slug']}, {layout.w} wide"
             assert not G.outside(svg), (where, G.outside(svg))
             assert not G.overlaps(svg), (where, G.overlaps(svg))
+            # the ceilings' and targets' labels keep off the data too
+            assert not G.labels_on_data(svg), (where, G.labels_on_data(svg))
+            # both ceilings named, on their lines or in the legend
+            assert "measured" in svg and 'class="roofline"' in svg, where
 
 
 def test_replot_draws_what_a_run_writes(tmp_path):
@@ -82,8 +86,12 @@ def _bench(params, rows):
                 "size": size,
                 "dtype": "float32",
                 "results": {
-                    "Triton": {"rate": rate, "median_ms": 1.0},
-                    "PyTorch eager": {"rate": rate / 2, "median_ms": 2.0},
+                    "Triton": {"rate": rate, "median_ms": 1.0, "rounds_ms": [1.0]},
+                    "PyTorch eager": {
+                        "rate": rate / 2,
+                        "median_ms": 2.0,
+                        "rounds_ms": [2.0],
+                    },
                 },
             }
             for size, rate in rows

@@ -100,7 +100,11 @@ def test_render_draws_roof_ridge_and_every_point(gpus):
     assert svg.count("<circle") == 2
     assert 'class="roof"' in svg and 'class="ridge"' in svg
     assert "ridge point 250 FLOP/byte" in text
-    assert "copy bandwidth 2 000 GB/s" in text
+    assert "copy bandwidth measured on this GPU in this run" in text
+    assert "(2 GiB device copy): 2 000 GB/s" in text
+    # no vendor figure recorded, none in vendor_peaks.py for the fixture GPU
+    assert "Dashed roof: vendor spec-sheet peak: none for this GPU" in text
+    assert 'class="vendor-roof"' not in svg
     # the table: one row per point, with the percentage of the roof it reaches
     assert re.search(r"\| 1 \| `add_like`: Add / like \| n=1000 .* \| 50 % \|", text)
     assert re.search(r"\| 2 \| `gemm_like`: .* \| 1 000 \| 250 \| 50 % \|", text)
@@ -236,3 +240,63 @@ def test_ridge_inline_fails_the_page_naming_its_line(gpus):
         hook.on_page_markdown("x\nbelow [[ridge gpu=h100 above=260]]", _Page, {}, None)
     with pytest.raises(PluginError, match="matches 0"):
         hook.on_page_markdown("[[ridge gpu=h200]]", _Page, {}, None)
+
+
+# -------------------------------------------- ceilings: probe and vendor ---
+def _with_ceilings(tmp_path, gpus):
+    """The fixture with the vendor's peaks recorded and the copy bandwidth
+    stored the way the old runner raised it (probe 2000, raised to 2500)."""
+    import copy
+    import json
+
+    doc = json.loads((FIXTURES / "fixture-h100.json").read_text())
+    for bench in doc["benchmarks"].values():
+        roof = bench["roofline"]
+        if roof["unit"] == "GB/s":
+            roof |= {"value": 2500.0, "probe_value": 2000.0}
+            roof["raised_by"] = {"benchmark": "add_like", "contender": "x"}
+        else:
+            roof["vendor_peak"] = {"value": 800.0, "source": "fixture datasheet"}
+    path = tmp_path / "fixture-h100.json"
+    path.write_text(json.dumps(copy.deepcopy(doc)))
+    return [T.load_file(path)]
+
+
+def test_the_roofline_reads_the_probe_and_draws_the_vendors_roof(tmp_path, gpus):
+    import svg_geometry as G
+
+    raised = _with_ceilings(tmp_path, gpus)
+    assert hook.ceilings(raised[0].benchmarks) == (2000.0, 500.0)  # the probes
+    assert hook.render_ridge("gpu=h100", raised) == "250 FLOP/byte"
+    text = hook.render_roofline(" gpu=h100", raised)
+    wide, narrow = re.findall(r"<svg.*?</svg>", text)
+    assert 'class="vendor-roof"' in wide and 'class="roof"' in wide
+    assert "measured on this GPU in this run" in wide
+    assert "vendor spec-sheet peak" in wide
+    assert "800 TFLOP/s (fixture datasheet)" in text
+    # % of the measured roof, as before: the raised 2500 is not used
+    assert re.search(r"\| 1 \| `add_like`: .* \| 50 % \|", text)
+    for svg in (wide, narrow):
+        keys = [t for t in G.text_boxes(svg) if 'class="roof-label"' in t["attrs"]]
+        assert len(keys) == 2
+        assert not G.overlaps(svg) and not G.outside(svg)
+        circles = re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)"', svg)
+        for key in keys:  # the key is in the empty upper left, off the points
+            x1, y1, x2, y2 = key["box"]
+            for cx, cy in circles:
+                assert not (x1 - 5 < float(cx) < x2 + 5 and y1 - 5 < float(cy) < y2 + 5)
+
+
+def test_a_rate_above_the_probe_is_shown_uncapped_and_marked(tmp_path, gpus):
+    import json
+
+    doc = json.loads((FIXTURES / "fixture-h100.json").read_text())
+    row = max(doc["benchmarks"]["copy_like"]["rows"], key=lambda r: r["work"])
+    res = row["results"]["Triton"]
+    res["rate"] *= 2.2  # 2200 of the 2000 GB/s probe: 110 %
+    path = tmp_path / "fixture-h100.json"
+    path.write_text(json.dumps(doc))
+    text = hook.render_roofline(" gpu=h100", [T.load_file(path)])
+    ceiling = text[text.find('<div class="course-ceiling">') :]
+    assert '<span style="width:100%"></span></span>110 %' in ceiling
+    assert "‡ 110 % of the ceiling measured in this run" in ceiling

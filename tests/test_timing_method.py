@@ -1,5 +1,5 @@
 """The runner's timing method (issue #13): interleaved rounds, spreads,
-confirmed autotuning, ``runner compare``, format-1 data.
+confirmed autotuning, ``runner compare``, format-1 data refused.
 
 CPU tests use a fake timer; the ``gpu`` tests check the real timer on a GPU
 (the runner runs them)."""
@@ -10,7 +10,7 @@ import copy
 import json
 
 import pytest
-from test_measured_hook import fixture_doc, legacy_doc
+from test_measured_hook import fixture_doc, format_1_doc
 
 from triton_course import timings as T
 from triton_course.runner import cli
@@ -80,6 +80,7 @@ def _env(order: list, rounds=4, fail=None, tuners=()):
         provenance={},
         timer=timer,
         rooflines=None,
+        vendor_peaks={},
         rounds=rounds,
         autotuners=lambda: list(tuners),
         gpu_state=lambda: {"sm_mhz": 1000},
@@ -229,12 +230,12 @@ def test_compare_command_prints_a_summary_and_the_largest_moves(tmp_path, capsys
     assert "largest moves" in out and "+100.0 %" in out
 
 
-def test_compare_reads_a_format_1_file_and_says_it_has_no_spread(tmp_path, capsys):
-    old = _write(tmp_path, "old", legacy_doc())
+def test_compare_refuses_a_format_1_file_naming_it(tmp_path, capsys):
+    old = _write(tmp_path, "old", format_1_doc())
     new = _write(tmp_path, "new", fixture_doc())
-    assert cli.main(["compare", str(old), str(new)]) == 0
-    out = capsys.readouterr().out
-    assert "format 1, one round" in out and "2 no spread" in out
+    assert cli.main(["compare", str(old), str(new)]) == 1
+    err = capsys.readouterr().err
+    assert str(old) in err and "format_version 1" in err and "runner run" in err
 
 
 def test_compare_of_a_missing_file_is_a_clear_error(tmp_path, capsys):
@@ -244,26 +245,19 @@ def test_compare_of_a_missing_file_is_a_clear_error(tmp_path, capsys):
 
 
 # ----------------------------------------------------- format-1 data files ---
-def test_a_format_1_file_is_refused_by_default_and_named(tmp_path):
-    path = _write(tmp_path, "old", legacy_doc())
+def test_a_format_1_file_is_refused_and_named(tmp_path):
+    path = _write(tmp_path, "old", format_1_doc())
     with pytest.raises(T.TimingDataError) as err:
         T.load_file(path)
-    assert str(path) in str(err.value) and "runner run" in str(err.value)
-    assert T.load_file(path, accept_legacy=True).legacy is True
-
-
-def test_stale_lists_a_format_1_file_as_needing_a_run(tmp_path):
-    _write(tmp_path, "data", legacy_doc())
-    lines, problems = cli.stale_report(
-        tmp_path / "data", tmp_path / "snippets", tmp_path
-    )
-    assert problems >= 1
-    assert any("LEGACY" in line and "needs a new run" in line for line in lines)
+    assert str(path) in str(err.value) and "format_version 1" in str(err.value)
+    assert "python -m triton_course.runner run" in str(err.value)
+    with pytest.raises(T.TimingDataError, match="format_version 1"):
+        T.load_dir(path.parent)
 
 
 def test_the_runner_never_writes_format_1():
     with pytest.raises(T.TimingDataError, match="format_version 1"):
-        T.validate(legacy_doc(), __import__("pathlib").Path("fixture-gpu-a.json"))
+        T.validate(format_1_doc(), __import__("pathlib").Path("fixture-gpu-a.json"))
 
 
 # -------------------------------------------------------------- on a GPU ---
@@ -300,35 +294,3 @@ def test_the_gpu_timer_hides_the_launch_path_and_measures_the_gpu(monkeypatch):
     cycles = int(2000 * timer.cycles_per_us)
     slept = timer.round(lambda: torch.cuda._sleep(cycles))["gpu_ms"]
     assert 0.5 < slept < 4.0
-
-
-# -------------------------------------------------------------- ceilings ---
-def _rec(rates: dict, probe: float, key: str = "bandwidth") -> dict:
-    roof = {"name": "probe", "value": probe, "unit": "GB/s", "how": "a probe"}
-    roof["ceiling"] = key
-    row = {"size": {"n": 1}, "dtype": "float32"}
-    row["results"] = {peer: {"rate": rate} for peer, rate in rates.items()}
-    return {"roofline": roof, "rows": [row]}
-
-
-def test_a_ceiling_a_contender_beats_is_raised_to_its_rate():
-    records = {
-        "a": _rec({"Triton": 900.0, "PyTorch eager": 800.0}, probe=1000.0),
-        "b": _rec({"Triton": 1100.0, "PyTorch eager": 700.0}, probe=1000.0),
-        "hot": _rec({"Triton": 5000.0}, probe=4000.0, key="l2"),
-        "mm": _rec({"Triton": 500.0}, probe=700.0, key="compute"),
-    }
-    keys = {"a": "bandwidth", "b": "bandwidth", "hot": "l2", "mm": "compute"}
-    held = M.hold_ceilings(records, keys)
-    assert held["bandwidth"]["value"] == 1100.0
-    assert held["bandwidth"]["probe_value"] == 1000.0
-    assert held["bandwidth"]["raised_by"]["benchmark"] == "b"
-    assert "raised" in held["bandwidth"]["how"]
-    assert records["a"]["roofline"] is records["b"]["roofline"]  # one ceiling
-    assert held["l2"]["value"] == 5000.0  # the L2 ceiling is its own
-    assert held["compute"] == records["mm"]["roofline"]
-    assert held["compute"]["value"] == 700.0 and "raised_by" not in held["compute"]
-    for bench in records.values():  # no rate above its ceiling
-        for row in bench["rows"]:
-            for res in row["results"].values():
-                assert res["rate"] <= bench["roofline"]["value"]

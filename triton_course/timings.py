@@ -21,7 +21,11 @@ File ``data/timings/<gpu-slug>.json``::
           "params": ["n_elements"],        # names of the size parameters
           "peers": ["Triton", "PyTorch eager", "torch.compile"],
           "roofline": {"name": "copy bandwidth", "value": 3010.5, "unit": "GB/s",
-                       "how": "..."},      # measured in the same run
+                       "how": "...",      # the probe, measured in the same run
+                       "ceiling": "bandwidth",   # or "compute", "l2"
+                       "vendor_peak": {"value": 3350.0, "unit": "GB/s",
+                                       "source": "NVIDIA H100 ... datasheet"}},
+                                          # None where the vendor gives none
           "provenance": {"gpu": ..., "sm_count": ..., "driver": ..., "cuda": ...,
                          "torch": ..., "triton": ..., "python": ...,
                          "commit": ..., "date": "2026-11-21T12:00:00Z"},
@@ -34,7 +38,11 @@ File ``data/timings/<gpu-slug>.json``::
                  "median_ms": 0.0041, "q25_ms": 0.0040, "q75_ms": 0.0042,
                  "wall_ms": 0.0120,     # a call's time launched back to back
                  "launch_hidden": true, # the GPU time excludes the launch path
-                 "rate": 12.3}, ...},
+                 "rate": 12.3,
+                 "above_ceiling": {     # only where the rate is above a line
+                     "vendor": false,   # above the vendor's spec-sheet peak
+                     "probe_ratio": 1.11,  # rate / the roofline's probe
+                     "why": "work model"}}, ...},  # see ABOVE_CEILING_WHY
              "autotune": {"<kernel>": {"config": "BLOCK: 1024, ...",
                                        "tunings": ["...", "..."],
                                        "agreed": true}}}   # optional
@@ -60,10 +68,20 @@ are over those rounds. ``rate`` = work / median_ms, in the unit.
 exactly that (the GPU runner always writes it), so data from a CPU or
 interpreter run can never pass validation.
 
+A roofline is the probe the runner measured on this GPU in this run, never
+moved by any contender's rate; files written before that rule may carry
+``probe_value`` (the probe) beside a raised ``value`` and ``raised_by``:
+``probe_of`` reads the probe from both. ``vendor_peak`` (absent in files from
+before it was recorded: ``vendor_peaks.peak`` by GPU name stands in) is the
+datasheet's figure for the same resource. A contender's rate above the vendor
+peak, or more than ``ABOVE_PROBE_TOLERANCE`` above the probe, carries
+``above_ceiling`` (``above_ceiling()`` decides it, for the runner and for the
+pages alike).
+
+An optional top-level ``dram_bytes`` is checked by ``triton_course.dram_bytes``.
+
 Format 1 (one ``do_bench`` per row, no rounds) is refused with an error that
-says to re-run the runner; a site may still show such a file, labelled as
-single-round data with nothing judged from it, only where its ``mkdocs.yml``
-says ``legacy_timings: true`` (see ``load_for_site``).
+names the file and says to re-run the runner.
 
 ``work`` is bytes moved (bandwidth) or floating-point operations (compute).
 Every number in it was measured on the GPU named in the file; nothing is
@@ -80,7 +98,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FORMAT_VERSION = 2
-LEGACY_VERSION = 1  # single-round do_bench data, shown only where a site allows it
 MIN_ROUNDS = 3  # fewer rounds cannot give a spread
 UNITS = {"bandwidth": "GB/s", "compute": "TFLOP/s"}
 
@@ -109,7 +126,6 @@ PROVENANCE_KEYS = (
     "date",
 )
 _RESULT_KEYS = ("median_ms", "q25_ms", "q75_ms", "wall_ms", "rate")
-_LEGACY_RESULT_KEYS = ("median_ms", "p20_ms", "p80_ms", "rate")
 _BENCH_KEYS_V2 = ("timing", "clocks")
 RERUN_HINT = (
     "re-run the GPU runner on this GPU (python -m triton_course.runner run) "
@@ -130,7 +146,6 @@ class GpuTimings:
     gpu: dict
     benchmarks: dict
     captures: dict = None  # optional: name -> capture record
-    legacy: bool = False  # format 1: single round, no spread, nothing judged
 
     @property
     def label(self) -> str:
@@ -145,24 +160,19 @@ def _fail(path: Path, message: str):
     raise TimingDataError(f"{path}: {message}")
 
 
-def validate(doc: object, path: Path, accept_legacy: bool = False) -> GpuTimings:
-    """Check one parsed file against the format; raise TimingDataError if off.
-
-    ``accept_legacy`` lets a format-1 file through (marked ``legacy``);
-    nothing else may be legacy, and the runner never writes one.
-    """
+def validate(doc: object, path: Path) -> GpuTimings:
+    """Check one parsed file against the format; raise TimingDataError if off."""
     if not isinstance(doc, dict):
         _fail(path, "top level must be a JSON object")
     version = doc.get("format_version")
-    legacy = version == LEGACY_VERSION
-    if legacy and not accept_legacy:
+    if version == 1:
         _fail(
             path,
-            f"format_version {LEGACY_VERSION}: single-round timings from before "
-            "interleaved rounds, with no run-to-run spread, so no verdict can be "
-            f"judged from them: {RERUN_HINT}",
+            "format_version 1: single-round timings from before interleaved "
+            "rounds, with no run-to-run spread, which nothing reads any more: "
+            f"{RERUN_HINT}",
         )
-    if version != FORMAT_VERSION and not legacy:
+    if version != FORMAT_VERSION:
         _fail(
             path,
             f"format_version is {version!r}, expected {FORMAT_VERSION}: {RERUN_HINT}",
@@ -179,22 +189,18 @@ def validate(doc: object, path: Path, accept_legacy: bool = False) -> GpuTimings
         where = f"benchmark {name!r}"
         if not isinstance(bench, dict):
             _fail(path, f"{where} must be an object")
-        wanted = _BENCH_KEYS if legacy else _BENCH_KEYS + _BENCH_KEYS_V2
-        missing = [k for k in wanted if k not in bench]
+        missing = [k for k in _BENCH_KEYS + _BENCH_KEYS_V2 if k not in bench]
         if missing:
             _fail(path, f"{where} lacks {missing}: {RERUN_HINT}")
         if bench["metric"] not in UNITS or bench["unit"] != UNITS[bench["metric"]]:
             _fail(path, f"{where}: metric/unit must be one of {UNITS}")
         _validate_provenance(path, where, bench["provenance"])
-        roof = bench["roofline"]
-        if not isinstance(roof, dict) or not _is_number(roof.get("value")):
-            _fail(path, f"{where}: roofline needs a numeric 'value'")
+        _validate_roofline(path, where, bench["roofline"])
         if not isinstance(bench["rows"], list) or not bench["rows"]:
             _fail(path, f"{where}: 'rows' must be a non-empty list")
-        if not legacy:
-            _validate_timing(path, where, bench)
+        _validate_timing(path, where, bench)
         for i, row in enumerate(bench["rows"]):
-            _validate_row(path, f"{where} row {i}", row, bench, legacy)
+            _validate_row(path, f"{where} row {i}", row, bench)
     captures = doc.get("captures", {})
     if not isinstance(captures, dict):
         _fail(path, "'captures' must be an object")
@@ -208,13 +214,57 @@ def validate(doc: object, path: Path, accept_legacy: bool = False) -> GpuTimings
         if not isinstance(capture["text"], str):
             _fail(path, f"{where}: 'text' must be a string")
         _validate_provenance(path, where, capture["provenance"])
+    if "dram_bytes" in doc:
+        # its own module (issue #33): imported here, where it is needed
+        from triton_course import dram_bytes
+
+        dram_bytes.validate(doc["dram_bytes"], str(path))
     return GpuTimings(
-        path=Path(path),
-        gpu=gpu,
-        benchmarks=benchmarks,
-        captures=captures,
-        legacy=legacy,
+        path=Path(path), gpu=gpu, benchmarks=benchmarks, captures=captures
     )
+
+
+def _validate_roofline(path, where, roof):
+    if not isinstance(roof, dict) or not _is_number(roof.get("value")):
+        _fail(path, f"{where}: roofline needs a numeric 'value'")
+    if roof["value"] <= 0:
+        _fail(path, f"{where}: roofline value must be positive")
+    if "probe_value" in roof and not (
+        _is_number(roof["probe_value"]) and roof["probe_value"] > 0
+    ):
+        _fail(path, f"{where}: roofline probe_value must be a positive number")
+    if "vendor_peak" not in roof or roof["vendor_peak"] is None:
+        return  # older data (the hooks look the GPU up), or no vendor figure
+    peak = roof["vendor_peak"]
+    if (
+        not isinstance(peak, dict)
+        or not _is_number(peak.get("value"))
+        or peak["value"] <= 0
+        or not isinstance(peak.get("source"), str)
+        or not peak["source"].strip()
+    ):
+        _fail(
+            path,
+            f"{where}: roofline vendor_peak must be null or an object with a "
+            "positive 'value' and the document it comes from in 'source'",
+        )
+    if peak.get("unit", roof.get("unit")) != roof.get("unit"):
+        _fail(path, f"{where}: vendor_peak unit {peak['unit']!r} is not the roofline's")
+
+
+def _validate_above(path, where, flag):
+    if (
+        not isinstance(flag, dict)
+        or not isinstance(flag.get("vendor"), bool)
+        or not _is_number(flag.get("probe_ratio"))
+        or flag["probe_ratio"] <= 0
+        or flag.get("why") not in ABOVE_CEILING_WHY
+    ):
+        _fail(
+            path,
+            f"{where}: above_ceiling must be {{vendor: bool, probe_ratio: "
+            f"number, why: one of {sorted(ABOVE_CEILING_WHY)}}}",
+        )
 
 
 def _validate_timing(path, where, bench):
@@ -245,7 +295,7 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _validate_row(path, where, row, bench, legacy=False):
+def _validate_row(path, where, row, bench):
     if not isinstance(row, dict):
         _fail(path, f"{where} must be an object")
     size = row.get("size")
@@ -256,20 +306,17 @@ def _validate_row(path, where, row, bench, legacy=False):
     results = row.get("results")
     if not isinstance(results, dict) or not results:
         _fail(path, f"{where}: 'results' must be a non-empty object")
-    keys = _LEGACY_RESULT_KEYS if legacy else _RESULT_KEYS
     for peer, result in results.items():
         if peer not in bench["peers"]:
             _fail(path, f"{where}: result for unknown peer {peer!r}")
         if not isinstance(result, dict) or not all(
-            _is_number(result.get(k)) for k in keys
+            _is_number(result.get(k)) for k in _RESULT_KEYS
         ):
             _fail(
                 path,
-                f"{where}, peer {peer!r}: needs numbers {list(keys)}"
-                + ("" if legacy else f": {RERUN_HINT}"),
+                f"{where}, peer {peer!r}: needs numbers {list(_RESULT_KEYS)}: "
+                f"{RERUN_HINT}",
             )
-        if legacy:
-            continue
         rounds = result.get("rounds_ms")
         if (
             not isinstance(rounds, list)
@@ -283,7 +330,9 @@ def _validate_row(path, where, row, bench, legacy=False):
             )
         if not result["q25_ms"] <= result["median_ms"] <= result["q75_ms"]:
             _fail(path, f"{where}, peer {peer!r}: needs q25 <= median <= q75")
-    if not legacy and "autotune" in row:
+        if "above_ceiling" in result:
+            _validate_above(path, f"{where}, peer {peer!r}", result["above_ceiling"])
+    if "autotune" in row:
         tuned = row["autotune"]
         if not isinstance(tuned, dict) or not all(
             isinstance(v, dict)
@@ -294,7 +343,7 @@ def _validate_row(path, where, row, bench, legacy=False):
             _fail(path, f"{where}: 'autotune' maps kernel -> {{config, agreed}}")
 
 
-def load_file(path: Path, accept_legacy: bool = False) -> GpuTimings:
+def load_file(path: Path) -> GpuTimings:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -304,16 +353,16 @@ def load_file(path: Path, accept_legacy: bool = False) -> GpuTimings:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TimingDataError(f"{path}: not valid JSON ({exc})") from None
-    return validate(doc, path, accept_legacy)
+    return validate(doc, path)
 
 
-def load_dir(directory: Path, accept_legacy: bool = False) -> list[GpuTimings]:
+def load_dir(directory: Path) -> list[GpuTimings]:
     """Every GPU's data, sorted by GPU name. A missing directory is an error."""
     directory = Path(directory)
     if not directory.is_dir():
         raise TimingDataError(f"{directory}: timing-data directory not found")
     return sorted(
-        (load_file(p, accept_legacy) for p in sorted(directory.glob("*.json"))),
+        (load_file(p) for p in sorted(directory.glob("*.json"))),
         key=lambda t: t.label,
     )
 
@@ -328,13 +377,63 @@ def load_for_site(config) -> list[GpuTimings]:
     configured = os.environ.get("COURSE_TIMINGS_DIR") or extra.get(
         "timings_dir", "data/timings"
     )
-    # A site may show format-1 files only if it says so: they are labelled as
-    # single-round data on every page, and no verdict or claim is judged on them.
-    accept_legacy = extra.get("legacy_timings", False) is True
-    return load_dir(
-        (Path(config["config_file_path"]).parent / configured).resolve(),
-        accept_legacy=accept_legacy,
+    return load_dir((Path(config["config_file_path"]).parent / configured).resolve())
+
+
+# --------------------------------------------------------------- ceilings ---
+# Shared by the runner (which records the flags) and the pages (which show
+# them, and work them out for data written before the runner recorded them).
+ABOVE_PROBE_TOLERANCE = 0.05  # a rate this far above the probe is flagged
+# Why a rate can stand above a ceiling:
+#   "cache": a bandwidth row whose bytes fit in the GPU's L2, so DRAM did not
+#       serve them all;
+#   "work model": the row's byte (or FLOP) count includes traffic (or work)
+#       the contender does not do, e.g. a second pass that L2 serves;
+#   "probe": nothing in the row's counts explains it: the probe is not this
+#       GPU's peak (a row measured against the L2 ceiling, already in L2; a
+#       FLOP rate above the matmul probe but not above the vendor's peak).
+ABOVE_CEILING_WHY = ("cache", "work model", "probe")
+
+
+def probe_of(roof: dict) -> float:
+    """The roofline as measured by its probe in the run. Data written before
+    rooflines stopped being raised keep the probe in ``probe_value``."""
+    return roof.get("probe_value", roof["value"])
+
+
+def vendor_peak_of(roof: dict, gpu_name: str) -> dict | None:
+    """The roofline's vendor spec-sheet peak: as recorded, or (data from
+    before the runner recorded it) looked up by GPU name; None where there is
+    no vendor figure."""
+    if "vendor_peak" in roof:
+        return roof["vendor_peak"]
+    from triton_course import vendor_peaks
+
+    key = roof.get("ceiling") or (
+        "bandwidth" if roof.get("unit") == "GB/s" else "compute"
     )
+    return vendor_peaks.peak(gpu_name, key)
+
+
+def above_ceiling(rate: float, bench: dict, row: dict, gpu: dict) -> dict | None:
+    """The flag of one contender's rate in one row, or None when it stands
+    below both lines: above the vendor peak, or more than
+    ABOVE_PROBE_TOLERANCE above the probe. See ABOVE_CEILING_WHY."""
+    roof = bench["roofline"]
+    probe = probe_of(roof)
+    peak = vendor_peak_of(roof, gpu.get("name", ""))
+    vendor = peak is not None and rate > peak["value"]
+    if not vendor and rate <= probe * (1 + ABOVE_PROBE_TOLERANCE):
+        return None
+    ceiling = roof.get("ceiling", bench["metric"])
+    if bench["metric"] == "bandwidth" and ceiling != "l2":
+        l2 = gpu.get("l2_bytes")
+        why = "cache" if l2 and row["work"] <= l2 else "work model"
+    elif bench["metric"] == "compute" and vendor:
+        why = "work model"  # no kernel does more FLOPs than the tensor cores' peak
+    else:
+        why = "probe"
+    return {"vendor": vendor, "probe_ratio": rate / probe, "why": why}
 
 
 # ------------------------------------------------------------- statistics ---

@@ -6,8 +6,7 @@ interquartile interval of the round-by-round ratios, at least ±3 % wide):
 
 - ``same``: the two intervals overlap;
 - ``faster`` / ``slower``: they do not, and Triton's ratio went up / down;
-- ``undecided``: either interval is wider than ±``MAX_NOISE``: too noisy to say;
-- ``no spread``: one file is format 1 (one round), so only the move is shown.
+- ``undecided``: either interval is wider than ±``MAX_NOISE``: too noisy to say.
 
 It also prints the share of ratios that agree within ±5 %, separately for
 rows whose Triton time is at least 50 µs and for shorter ones, and the
@@ -36,7 +35,7 @@ class Move:
     peer: str
     old: float
     new: float
-    kind: str  # same / faster / slower / undecided / no spread
+    kind: str  # same / faster / slower / undecided
     triton_ms: float  # the new run's Triton time (the old one's if absent)
 
     @property
@@ -53,19 +52,7 @@ def _row_text(row: dict) -> str:
     return f"{sizes} {row['dtype']}"
 
 
-def _ratio(row: dict, peer: str, legacy: bool) -> T.Spread | None:
-    results = row["results"]
-    if "Triton" not in results or peer not in results:
-        return None
-    if legacy:
-        point = results["Triton"]["rate"] / results[peer]["rate"]
-        return T.Spread(point, math.nan, math.nan)
-    return T.paired_ratio(row, peer)
-
-
 def classify(old: T.Spread, new: T.Spread) -> str:
-    if math.isnan(old.low) or math.isnan(new.low):
-        return "no spread"
     if max(old.rel_half_width, new.rel_half_width) > MAX_NOISE:
         return "undecided"
     if old.high < new.low:
@@ -89,8 +76,8 @@ def compare(old: T.GpuTimings, new: T.GpuTimings) -> list[Move]:
             for peer in new_bench["peers"]:
                 if peer == "Triton":
                     continue
-                a = _ratio(old_row, peer, old.legacy)
-                b = _ratio(row, peer, new.legacy)
+                a = T.paired_ratio(old_row, peer)
+                b = T.paired_ratio(row, peer)
                 if a is None or b is None:
                     continue
                 tri = row["results"]["Triton"]["median_ms"]
@@ -112,12 +99,11 @@ def _describe(t: T.GpuTimings) -> str:
     provs = [b["provenance"] for b in t.benchmarks.values()]
     commits = sorted({str(p["commit"])[:10] for p in provs})
     dates = sorted({p["date"][:10] for p in provs})
-    fmt = f"format {T.LEGACY_VERSION}, one round" if t.legacy else "rounds"
     # the physical card (recorded since issue #25): same card or another
     cards = sorted({str(p.get("gpu_uuid", "not recorded")) for p in provs})
     return (
         f"{t.path} ({t.gpu['name']}; card {', '.join(cards)}; commit "
-        f"{', '.join(commits)}; {dates[0]}..{dates[-1]}; {fmt})"
+        f"{', '.join(commits)}; {dates[0]}..{dates[-1]})"
     )
 
 
@@ -138,7 +124,7 @@ def report(old: T.GpuTimings, new: T.GpuTimings, top: int = 15) -> list[str]:
     if not moves:
         lines.append("no Triton/peer ratio is in both files")
         return lines
-    kinds = ["same", "faster", "slower", "undecided", "no spread"]
+    kinds = ["same", "faster", "slower", "undecided"]
     counts = {k: sum(m.kind == k for m in moves) for k in kinds}
     lines.append(
         f"{len(moves)} Triton/peer ratios: "
@@ -246,10 +232,10 @@ def verdict_report(old: T.GpuTimings, new: T.GpuTimings, docs: Path) -> list[str
 def main(
     old_path: Path, new_path: Path, top: int = 15, docs: Path | None = None
 ) -> int:
-    old = T.load_file(old_path, accept_legacy=True)
-    new = T.load_file(new_path, accept_legacy=True)
+    old = T.load_file(old_path)
+    new = T.load_file(new_path)
     lines = report(old, new, top)
-    if docs is not None and not (old.legacy or new.legacy):
+    if docs is not None:
         lines += verdict_report(old, new, docs)
     print("\n".join(lines))
     return 0

@@ -23,6 +23,12 @@ How a row is timed (the method is designed after NVIDIA's NVBench):
   tuned with that same timer, twice per row (three times if the two differ,
   the majority kept); the chosen config and whether the tunings agreed are
   stored with the row.
+- **Ceilings that are limits.** Each roofline is a probe measured in the
+  run (a 2 GiB copy, an 8192³ bf16 matmul, an L2-resident copy), stored with
+  the vendor's spec-sheet peak beside it (``vendor_peaks.py``); no rate moves
+  either. A rate above the vendor peak, or more than
+  ``timings.ABOVE_PROBE_TOLERANCE`` above the probe, is flagged on its result
+  (``above_ceiling``, with why) and logged; the run goes on.
 - **Steady clocks.** Before the first timing the GPU runs a large matmul
   until its SM clock stops moving; NVML's SM clock, temperature and power are
   stored at the start and end of every benchmark, so throttling shows.
@@ -47,6 +53,7 @@ from functools import partial
 from pathlib import Path
 
 from triton_course import timings as T
+from triton_course import vendor_peaks as V
 
 ROUNDS = 7  # interleaved rounds per row: a median and quartiles that mean something
 ROUND_BUDGET_MS = 12.0  # GPU time per contender per round (samples of GPU time)
@@ -101,6 +108,24 @@ class Environment:
     settle: Callable = lambda: {}  # bring the GPU to its sustained clocks
     autotuners: Callable = lambda: []  # [(name, Autotuner)] of the snippets
     rounds: int = ROUNDS
+    # roofline key -> the vendor's spec-sheet peak ({value, unit, source} or
+    # None); None: looked up by GPU name, and a GPU without one is refused
+    vendor_peaks: dict | None = None
+
+    def __post_init__(self):
+        if self.vendor_peaks is None:
+            self.vendor_peaks = vendor_peaks_for(self.gpu["name"])
+
+
+def vendor_peaks_for(gpu_name: str) -> dict:
+    """The GPU's spec-sheet peaks per roofline key; a run refuses to start on
+    a GPU that vendor_peaks.py does not know (its pages could not show the
+    vendor's line, nor flag a rate above it)."""
+    try:
+        V.peaks_for(gpu_name)
+    except V.NoVendorPeak as exc:
+        raise RunnerError(str(exc)) from None
+    return {key: V.peak(gpu_name, key) for key in V.KEYS}
 
 
 # ------------------------------------------------------------ real machine ---
@@ -157,6 +182,7 @@ def cuda_environment(repo_root: Path, commit: str | None = None) -> Environment:
             "(the CPU tests run it with a fake timer, writing to a temporary dir)"
         )
     props = torch.cuda.get_device_properties(0)
+    vendor = vendor_peaks_for(props.name)  # before anything runs: no entry, no run
     clock = _nvidia_smi("clocks.max.sm")
     gpu = {
         "slug": slugify(props.name),
@@ -205,6 +231,7 @@ def cuda_environment(repo_root: Path, commit: str | None = None) -> Environment:
         gpu_state=nvml.state,
         settle=lambda: settle_clocks(nvml),
         autotuners=lambda: snippet_autotuners(repo_root / "snippets"),
+        vendor_peaks=vendor,
     )
 
 
@@ -439,7 +466,8 @@ def _roofline_ms(fn, timer: CudaTimer) -> tuple[float, list[float]]:
 
 
 def measure_rooflines(metrics: set, gpu_name: str, timer: CudaTimer) -> dict:
-    """Copy bandwidth and tensor-core rate of this GPU, measured now."""
+    """Copy bandwidth and tensor-core rate of this GPU, measured now: each
+    roofline is its probe's value, and no contender's rate moves it."""
     import torch
 
     out = {}
@@ -515,42 +543,33 @@ def measure_rooflines(metrics: set, gpu_name: str, timer: CudaTimer) -> dict:
 
 
 def hold_ceilings(records: dict, ceiling_of: dict) -> dict:
-    """Make each roofline a ceiling that no rate of the run exceeds.
+    """Transitional, moves nothing: cli.py calls it until its call is removed
+    (issue #33). A roofline is the probe measured in the run; rates above a
+    line are flagged per result by measure_benchmark (flag_rates)."""
+    return {}
 
-    A probe (one copy, one matmul) is not the fastest thing a GPU can do: a
-    tuned kernel, other data or another moment's clock can beat it. For each
-    roofline, the fastest rate any contender reached in a benchmark measured
-    against it replaces the probe's value where it is higher, and the record
-    says so (``probe_value``, ``raised_by``). ``ceiling_of``: benchmark name
-    -> roofline key. Returns {key: the roofline every such record now holds}.
-    """
-    best: dict[str, tuple[float, dict]] = {}
-    for name, bench in records.items():
-        key = ceiling_of[name]
-        for row in bench["rows"]:
-            for peer, res in row["results"].items():
-                if key not in best or res["rate"] > best[key][0]:
-                    where = {"benchmark": name, "contender": peer}
-                    where |= {"size": row["size"], "dtype": row["dtype"]}
-                    best[key] = (res["rate"], where)
-    held = {}
-    for name, bench in records.items():
-        key = ceiling_of[name]
-        if key not in held:
-            roof = bench["roofline"]
-            rate, where = best[key]
-            if rate > roof["value"]:
-                roof = dict(roof, value=rate, probe_value=roof["value"])
-                roof["raised_by"] = where
-                roof["how"] += (
-                    f"; raised to the fastest rate a contender reached in this "
-                    f"run ({where['contender']} in {where['benchmark']}), which "
-                    f"was {100 * (rate / roof['probe_value'] - 1):.1f} % above it"
-                )
-                log(f"roofline {key}: raised by {where} to {rate:.4g}")
-            held[key] = roof
-        bench["roofline"] = held[key]
-    return held
+
+def flag_rates(record: dict, gpu: dict, name: str) -> int:
+    """Mark every result of a benchmark record whose rate stands above the
+    vendor's peak or more than ABOVE_PROBE_TOLERANCE above the probe
+    (``above_ceiling``, see timings.above_ceiling), and log each; the run
+    goes on. Returns how many were flagged."""
+    roof, flagged = record["roofline"], 0
+    for row in record["rows"]:
+        for peer, res in row["results"].items():
+            flag = T.above_ceiling(res["rate"], record, row, gpu)
+            if flag is None:
+                continue
+            res["above_ceiling"] = flag
+            flagged += 1
+            over = "above the vendor peak, " if flag["vendor"] else ""
+            log(
+                f"{name} {row['size']} {row['dtype']}: {peer} at "
+                f"{res['rate']:.4g} {record['unit']} is {over}"
+                f"{100 * flag['probe_ratio']:.0f} % of the {roof['name']} probe "
+                f"(why: {flag['why']})"
+            )
+    return flagged
 
 
 # -------------------------------------------------------------- benchmarks ---
@@ -708,7 +727,10 @@ def measure_benchmark(
             raise
         except Exception as exc:
             raise RunnerError(f"{name}: report() failed: {exc!r}") from exc
-    return {
+    # the probe as measured, never moved; the vendor's figure beside it
+    key = roofline.get("ceiling") or desc.get("ceiling", metric)
+    roofline = {**roofline, "vendor_peak": env.vendor_peaks.get(key)}
+    record = {
         "title": desc["title"],
         "snippet": snippet_rel,
         "snippet_sha256": snippet_sha,
@@ -724,6 +746,8 @@ def measure_benchmark(
         "notes": notes,
         **({"plot": False} if desc.get("plot") is False else {}),
     }
+    flag_rates(record, env.gpu, name)
+    return record
 
 
 TIMING_METHOD = (

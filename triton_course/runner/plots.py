@@ -7,12 +7,15 @@ so an inlined plot follows the page's light or dark scheme; the peer colours
 are mid-tones that read on both.
 
 One panel per dtype; one line per peer; the roofline measured in the same run
-is a dashed horizontal line. With one size parameter varying, the x axis is
-that parameter on a log2 scale; with several that form a grid, small
-multiples (a panel per setting of the others, see groups()); otherwise
-categories ordered by size. The y axis turns logarithmic where the data span
-more than LOG_SPAN. Every text's estimated extent stays inside the viewBox,
-and line labels are placed so that none overlaps another (Labels).
+is a dashed horizontal line and the vendor's spec-sheet peak for the same
+ceiling a dash-dotted one, each labelled as what it is (``ceiling_names``),
+where no data point, line or other label is (else in the legend). With one
+size parameter varying, the x axis is that parameter on a log2 scale; with
+several that form a grid, small multiples (a panel per setting of the
+others, see groups()); otherwise categories ordered by size. The y axis
+turns logarithmic where the data span more than LOG_SPAN. Every text's
+estimated extent stays inside the viewBox, and line labels are placed so
+that none overlaps another or the data (Labels).
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ import math
 from dataclasses import dataclass
 from html import escape
 
+from triton_course import timings as T
+from triton_course.runner import measure as M
+
 PEER_COLORS = {
     "Triton": "#f76707",
     "PyTorch eager": "#4263eb",
@@ -28,6 +34,75 @@ PEER_COLORS = {
 }
 EXTRA_COLORS = ("#ae3ec9", "#1098ad", "#e64980", "#868e96")
 DASHES = {"Triton": "", "PyTorch eager": "6 3", "torch.compile": "2 3"}
+MEASURED_DASH, VENDOR_DASH = "8 4", "12 3 2 3"  # the two ceiling lines
+# What each roofline's probe is (measure.py times them): the measured line's name
+PROBES = {
+    "bandwidth": f"{M.COPY_BYTES // 2**30} GiB device copy",
+    "compute": f"{M.MATMUL_N}³ bf16 matmul",
+    "l2": f"{M.L2_COPY_BYTES // 2**20} MiB L2 copy",
+}
+
+
+def _fmt_rate(v: float) -> str:
+    return f"{v:,.0f}".replace(",", " ") if v >= 100 else f"{v:.3g}"
+
+
+def ceiling_key(bench: dict) -> str:
+    """Which roofline: "bandwidth" (DRAM), "compute" or "l2"."""
+    roof = bench["roofline"]
+    metric = "compute" if roof["unit"] == "TFLOP/s" else "bandwidth"
+    return roof.get("ceiling") or bench.get("metric", metric)
+
+
+def ceiling_names(bench: dict, gpu: dict) -> tuple[str, str]:
+    """(the measured line, the vendor's line) named as what they are, with
+    their values: what the tables' captions and the plots say."""
+    roof, key = bench["roofline"], ceiling_key(bench)
+    unit = roof["unit"]
+    measured = (
+        f"{roof['name']} measured on this GPU in this run ({PROBES[key]}): "
+        f"{_fmt_rate(T.probe_of(roof))} {unit}"
+    )
+    peak = T.vendor_peak_of(roof, gpu["name"])
+    if peak is not None:
+        vendor = (
+            f"vendor spec-sheet peak ({peak['source']}): "
+            f"{_fmt_rate(peak['value'])} {unit}"
+        )
+    elif key == "l2":
+        vendor = "no vendor spec-sheet peak: the datasheet gives no L2 bandwidth"
+    else:
+        vendor = (
+            "no vendor spec-sheet peak: triton_course/vendor_peaks.py has no "
+            f"entry for {gpu['name']}"
+        )
+    return measured, vendor
+
+
+def _ceiling_labels(bench: dict, gpu: dict, narrow: bool) -> list[tuple]:
+    """[(value, dash, css class, label)] of the lines a rate panel draws."""
+    roof = bench["roofline"]
+    unit = roof["unit"]
+    probe = T.probe_of(roof)
+    peak = T.vendor_peak_of(roof, gpu["name"])
+    if narrow:  # a phone's or small multiple's width: the table names them
+        lines = [(probe, MEASURED_DASH, "roofline",
+                  f"measured in this run {_fmt_rate(probe)}")]  # fmt: skip
+        if peak:
+            lines.append((peak["value"], VENDOR_DASH, "vendor-peak",
+                          f"vendor peak {_fmt_rate(peak['value'])}"))  # fmt: skip
+        return lines
+    lines = [(probe, MEASURED_DASH, "roofline",
+              f"measured on this GPU in this run ({PROBES[ceiling_key(bench)]}) "
+              f"{_fmt_rate(probe)} {unit}")]  # fmt: skip
+    if peak:
+        sheet = f"{peak['source'].split()[0]} datasheet"
+        lines.append((peak["value"], VENDOR_DASH, "vendor-peak",
+                      f"vendor spec-sheet peak ({sheet}) "
+                      f"{_fmt_rate(peak['value'])} {unit}"))  # fmt: skip
+    return lines
+
+
 MARKERS = ("circle", "square", "diamond", "triangle")
 
 
@@ -297,34 +372,88 @@ def xaxis(sizes: list, params: list) -> XAxis:
 
 
 class Labels:
-    """Labels on a panel's lines placed so that none overlaps another: each
-    tries the right end above its line, the left end, then below."""
+    """Labels on a panel's lines placed so that none overlaps another, nor
+    the data (markers, whiskers, the peers' lines and the other lines, given
+    to ``avoid``): each tries the right end above its line, the left end,
+    then below, then every position along the line."""
 
     def __init__(self, L: Layout, top: float, bottom: float):
         self.L, self.top, self.bottom, self.boxes = L, top, bottom, []
+        self.obstacles: list[tuple] = []  # boxes and segments of the data
 
-    def place(self, out: list, x_right: float, y: float, text: str) -> None:
+    def avoid(self, *segments: tuple) -> None:
+        """Lines a label must not cross: segments (x1, y1, x2, y2)."""
+        self.obstacles += [("seg", s) for s in segments]
+
+    def avoid_box(self, box: tuple) -> None:
+        """An area a label must not cover (x1, y1, x2, y2): a marker."""
+        self.obstacles.append(("box", box))
+
+    def _free(self, box: tuple) -> bool:
+        L = self.L
+        if box[1] < self.top or box[3] > self.bottom:
+            return False
+        if box[0] < L.left or box[2] > L.w - L.right:
+            return False
+        if any(_overlap(box, b) for b in self.boxes):
+            return False
+        return not any(
+            _overlap(box, o) if kind == "box" else _crosses(box, o)
+            for kind, o in self.obstacles
+        )
+
+    def place(
+        self, out: list, x_right: float, y: float, text: str, strict=False
+    ) -> bool:
+        """Draw the label; strict: only where it is free (else draw nothing
+        and return False, for the caller to name the line elsewhere)."""
         w, L = text_width(text, 11), self.L
         spots = [(x_right - w, y - 5), (L.left + 4, y - 5),
                  (x_right - w, y + 13), (L.left + 4, y + 13)]  # fmt: skip
+        x = x_right - w - 12
+        while x > L.left + 4:  # then every 12 units along the line
+            spots += [(x, y - 5), (x, y + 13)]
+            x -= 12
         for x, base in spots:
-            box = (x, base - 10, x + w, base + 2)
-            if box[1] < self.top or box[3] > self.bottom or x < L.left:
-                continue
-            if not any(_overlap(box, b) for b in self.boxes):
+            box = (x, base - 10, x + w, base + 3)
+            if self._free(box):
                 break
         else:
+            if strict:
+                return False
             x, base = spots[0]
-            box = (x, base - 10, x + w, base + 2)
+            box = (x, base - 10, x + w, base + 3)
         self.boxes.append(box)
         out.append(
             f'<text class="line-label" x="{x:.1f}" y="{base:.1f}" font-size="11" '
             f'fill="currentColor">{escape(text)}</text>'
         )
+        return True
 
 
 def _overlap(a: tuple, b: tuple) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _crosses(box: tuple, seg: tuple) -> bool:
+    """Whether a segment passes through a box (Liang-Barsky clipping)."""
+    x1, y1, x2, y2 = seg
+    dx, dy = x2 - x1, y2 - y1
+    lo, hi = 0.0, 1.0
+    for p, q in ((-dx, x1 - box[0]), (dx, box[2] - x1),
+                 (-dy, y1 - box[1]), (dy, box[3] - y1)):  # fmt: skip
+        if p == 0:
+            if q < 0:
+                return False
+            continue
+        t = q / p
+        if p < 0:
+            lo = max(lo, t)
+        else:
+            hi = min(hi, t)
+        if lo > hi:
+            return False
+    return True
 
 
 def _frame(
@@ -441,17 +570,32 @@ def _target_line(
                           L.w - L.right - 4), y, label)  # fmt: skip
 
 
+def _dash_key(x: float, y: float, dash: str) -> str:
+    """A legend key for a dashed line (class "point", renamed by the legend)."""
+    return (
+        f'<line class="point" x1="{x - 6:.1f}" y1="{y:.1f}" x2="{x + 6:.1f}" '
+        f'y2="{y:.1f}" stroke="currentColor" stroke-width="1.5" '
+        f'stroke-dasharray="{dash}"/>'
+    )
+
+
 def _panel(
     L: Layout, bench: dict, gpu: dict, rows: list, title: str, y0: float,
-    targets=(), scale_rows=None,
+    targets=(), scale_rows=None, in_legend: bool = False,
 ) -> tuple[list[str], float]:  # fmt: skip
-    """Rate against size for every implementation, with the roofline; returns
-    the SVG and the panel's height."""
+    """Rate against size for every implementation, with the measured roofline
+    and the vendor's peak; returns the SVG and the panel's height. Each
+    ceiling line is labelled where no data is; where there is no such place,
+    the panel is drawn again with both named in its legend (in_legend)."""
     peers = [p for p in bench["peers"] if any(p in r["results"] for r in rows)]
-    roof = bench["roofline"]["value"]
+    ceilings = _ceiling_labels(bench, gpu, L.narrow)
+    roof = T.probe_of(bench["roofline"])
     # small multiples share one y scale (scale_rows: every row of the dtype)
     every = scale_rows or rows
-    ys = yscale([roof] + [r["results"][p]["rate"] for r in every for p in r["results"]])
+    ys = yscale(
+        [v for v, *_ in ceilings]
+        + [r["results"][p]["rate"] for r in every for p in r["results"]]
+    )
     dtype = rows[0]["dtype"]
     out = [f'<g class="panel" data-dtype="{escape(dtype)}">']
     legend = []
@@ -461,32 +605,58 @@ def _panel(
         legend.append(
             (lambda x, y, kind=kind, color=color: _marker(kind, x, y, color), peer)
         )
+    if in_legend:
+        legend += [
+            (lambda x, y, dash=dash: _dash_key(x, y, dash), text)
+            for _, dash, _, text in ceilings
+        ]
     head = _header(out, L, y0, title, legend)
     axis = xaxis([r["size"] for r in rows], bench["params"])
     px, py, foot = _frame(
         out, L, axis, [r["size"] for r in rows], y0, head, ys, bench["unit"]
     )
     labels = Labels(L, y0 + head, y0 + head + L.plot_h)
-    roof_label = bench["roofline"]["name"]
-    if not L.narrow:  # a phone has no room; the GPU is on the tab anyway
-        roof_label += f" (measured on {gpu['name']})"
-    _hline(out, L, py(roof), roof_label, labels)
+    # the data first, so that no label lands on it
+    series = {}
+    for peer in peers:
+        pts = sorted(
+            (px(r["size"]), py(r["results"][peer]["rate"]))
+            for r in rows
+            if peer in r["results"]
+        )
+        spreads = []
+        for r in rows:  # the spread over the runner's rounds
+            res = r["results"].get(peer)
+            if res and res.get("q25_ms", 0) > 0 and res.get("q75_ms", 0) > 0:
+                scale = res["rate"] * res["median_ms"]  # rate = scale / ms
+                spreads.append(
+                    (px(r["size"]), py(scale / res["q75_ms"]),
+                     py(scale / res["q25_ms"]))
+                )  # fmt: skip
+        series[peer] = (pts, spreads)
+        pairs = zip(pts, pts[1:], strict=False)
+        labels.avoid(*((a[0], a[1], b[0], b[1]) for a, b in pairs))
+        for x, y in pts:
+            labels.avoid_box((x - 5, y - 5, x + 5, y + 5))
+        for x, top, bottom in spreads:
+            labels.avoid_box((x - 3, top, x + 3, bottom))
+    for value, dash, cls, _ in ceilings:
+        _hline(out, L, py(value), "", labels, cls=cls, dash=dash)
+        labels.avoid((L.left, py(value), L.w - L.right, py(value)))
+    if not in_legend:
+        for value, _, _, text in ceilings:
+            if not labels.place(out, L.w - L.right - 4, py(value), text, True):
+                return _panel(L, bench, gpu, rows, title, y0, targets, scale_rows, True)
     for t in targets:  # "at least X % of the roofline", where a page says so
         if t["kind"] == "roofline":
-            label = f"target {t['value']:g} % of the roofline"
+            label = f"target {t['value']:g} % of the measured ceiling"
             _target_line(
                 out, L, px, rows, t, py(roof * t["value"] / 100), label, labels
             )
     # one line per peer
     for k, peer in enumerate(peers):
         color = _color(peer, bench["peers"])
-        pts = sorted(
-            (
-                (px(r["size"]), py(r["results"][peer]["rate"]))
-                for r in rows
-                if peer in r["results"]
-            ),
-        )
+        pts, spreads = series[peer]
         if len(pts) > 1:
             d = " ".join(
                 f"{'M' if i == 0 else 'L'}{x:.1f},{y:.1f}"
@@ -495,22 +665,11 @@ def _panel(
             dash = DASHES.get(peer, "4 2 1 2")
             dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
             style = f'stroke="{color}" stroke-width="2"{dash_attr}'
-            out.append(f'<path d="{d}" fill="none" {style}/>')
+            out.append(f'<path class="series-line" d="{d}" fill="none" {style}/>')
         out.append(f'<g class="series" data-peer="{escape(peer)}">')
         out += [_marker(MARKERS[k % len(MARKERS)], x, y, color) for x, y in pts]
         out.append("</g>")
-        for r in rows:  # the spread over the runner's rounds, where recorded
-            res = r["results"].get(peer)
-            if res and "q25_ms" in res and res["q25_ms"] > 0 and res["q75_ms"] > 0:
-                scale = res["rate"] * res["median_ms"]  # rate = scale / ms
-                out.append(
-                    _whisker(
-                        px(r["size"]),
-                        py(scale / res["q75_ms"]),
-                        py(scale / res["q25_ms"]),
-                        color,
-                    )
-                )
+        out += [_whisker(x, top, bottom, color) for x, top, bottom in spreads]
     out.append("</g>")
     return out, head + L.plot_h + foot
 
@@ -537,11 +696,8 @@ def best_peer(row: dict) -> str | None:
 
 def ratio_points(bench: dict, dtype: str, vs: str | None = None, rows=None) -> list:
     """Per row of one dtype: Triton ÷ the peer ``vs`` (default: the best
-    peer). Where the data has rounds, the point is the median of the
-    round-by-round ratios with their interval, the number tables and
-    ``[[measured ratio:]]`` print; legacy data has only the two medians."""
-    from triton_course import timings as T
-
+    peer): the median of the round-by-round ratios with their interval, the
+    number tables and ``[[measured ratio:]]`` print."""
     points = []
     for r in bench["rows"] if rows is None else rows:
         if r["dtype"] != dtype or "Triton" not in r["results"]:
@@ -549,15 +705,11 @@ def ratio_points(bench: dict, dtype: str, vs: str | None = None, rows=None) -> l
         peer = best_peer(r) if vs is None else vs
         if peer not in r["results"]:
             continue
-        tri, other = r["results"]["Triton"], r["results"][peer]
-        spread = T.paired_ratio(r, peer) if "rounds_ms" in tri else None
-        if spread is not None:
-            ratio, low, high = spread.median, spread.low, spread.high
-        else:
-            ratio = low = high = other["median_ms"] / tri["median_ms"]
+        spread = T.paired_ratio(r, peer)
         points.append(
-            {"row": r, "peer": peer, "ratio": ratio, "low": low, "high": high}
-        )
+            {"row": r, "peer": peer, "ratio": spread.median, "low": spread.low,
+             "high": spread.high}
+        )  # fmt: skip
     return points
 
 
@@ -587,6 +739,12 @@ def _ratio_panel(
         out, L, axis, sizes, y0, head, ys, "Triton ÷ peer", suffix="×"
     )
     labels = Labels(L, y0 + head, y0 + head + L.plot_h)
+    marks = sorted(((px(p["row"]["size"]), p) for p in points), key=lambda t: t[0])
+    for (xa, a), (xb, b) in zip(marks, marks[1:], strict=False):
+        labels.avoid((xa, py(a["ratio"]), xb, py(b["ratio"])))
+    for x, p in marks:  # the label of a line keeps off the points
+        labels.avoid_box((x - 5, py(p["ratio"]) - 5, x + 5, py(p["ratio"]) + 5))
+        labels.avoid_box((x - 3, py(p["high"]), x + 3, py(p["low"])))
     # a target of 1× over every size is labelled instead of parity
     plain_parity = not any(t["value"] == 1.0 and t.get("rows") is None for t in mine)
     _hline(out, L, py(1.0), "parity 1×" if plain_parity else "", labels, cls="parity")
@@ -604,7 +762,10 @@ def _ratio_panel(
             f"{'M' if i == 0 else 'L'}{x:.1f},{y:.1f}"
             for i, (x, y, _) in enumerate(pts)
         )
-        out.append(f'<path d="{d}" fill="none" stroke="{color}" stroke-width="2"/>')
+        out.append(
+            f'<path class="series-line" d="{d}" fill="none" stroke="{color}" '
+            'stroke-width="2"/>'
+        )
     for x, y, p in pts:
         out.append(_marker("circle", x, y, color))
         out.append(_whisker(x, py(p["high"]), py(p["low"]), color))

@@ -33,8 +33,7 @@ def replot(data_dir: Path, plots_dir: Path) -> list[Path]:
     """Write every plot of every data file; returns the paths written."""
     written = []
     for path in sorted(Path(data_dir).glob("*.json")):
-        # older single-round data too: its plots are committed as well
-        g = T.load_file(path, accept_legacy=True)
+        g = T.load_file(path)
         for name, svg in plot_files(g.gpu, g.benchmarks).items():
             out = Path(plots_dir) / name
             if not out.is_file() or out.read_text(encoding="utf-8") != svg:
