@@ -55,3 +55,56 @@ else:
 print("this notebook:", runs_here)
 print(f"versions: torch {torch.__version__}, triton {triton.__version__}")
 # --8<-- [end:setup]
+
+
+# --8<-- [start:timing]
+# How the timing cells time. Each times one row of the lesson's benchmark
+# table (the same size, dtype and contenders), with triton.testing.do_bench:
+# the median of many calls, each after the L2 cache is flushed. The
+# contenders take turns, three rounds each, so that a change of clock speed
+# hits them all alike; the ratio is taken round by round.
+def timing_header():
+    """Name the GPU, and say under which conditions it was timed."""
+    by_runner = os.environ.get("TRITON_COURSE_TIMED_ALONE")  # set by the runner
+    if by_runner:
+        where = (
+            "measured by the course's GPU runner with nothing else on the GPU, "
+            f"commit {by_runner}"
+        )
+    else:
+        where = "this runtime's GPU: anything else running on it slows these numbers"
+    print(f"timing on {torch.cuda.get_device_name()} ({where})")
+
+
+def time_row(bench, size, dtype, contenders, work, unit, rounds=3):
+    """Time each contender (a name -> a call with no arguments; "Triton" first)
+    and print its median time and rate (work per second, in ``unit``). Each
+    peer's line ends with Triton's speed over it (above 1: Triton is faster)
+    and, in brackets, the benchmark row it matches, which the course's tests
+    compare with the runner's table."""
+    for call in contenders.values():
+        call()  # the first call compiles, or autotunes: not timed
+    times = {name: [] for name in contenders}
+    for _ in range(rounds):
+        for name, call in contenders.items():
+            ms = triton.testing.do_bench(call, warmup=10, rep=40, return_mode="median")
+            times[name].append(ms)
+
+    def median(values):
+        return sorted(values)[len(values) // 2]
+
+    per_second = 1e9 if unit == "GB/s" else 1e12  # bytes or FLOPs
+    shape = ",".join(f"{key}={value}" for key, value in size.items())
+    for name, ms in times.items():
+        rate = work / (median(ms) / 1e3) / per_second
+        line = f"timing: {bench} {shape} {dtype} {name:>16}: {median(ms):8.4f} ms"
+        line += f", {rate:7.1f} {unit}"
+        if name != "Triton":
+            ratio = median([p / t for t, p in zip(times["Triton"], ms, strict=True)])
+            line += f"; Triton/{name} = {ratio:.2f}"
+            line += f" [bench={bench} size={shape} dtype={dtype}"
+            line += f" Triton/{name}={ratio:.3f}]"
+        print(line)
+
+
+# --8<-- [end:timing]

@@ -2,7 +2,10 @@
 
 Each notebook is executed here under Triton's interpreter and its outputs are
 compared with the stored ones (from the last real GPU run), after masking what
-legitimately varies: the device name, timings and memory addresses.
+legitimately varies: the device name, timings and memory addresses. The
+timing cells (tagged ``timing``) are executed but their outputs are not
+compared: on the CPU they skip themselves, and what they print on a GPU is
+checked against the run's data by tests/test_notebook_timings.py.
 """
 
 import json
@@ -21,7 +24,11 @@ VOLATILE = (
     ("/cells/*/outputs", r"running on: [^\n]*", "running on: <device>"),
     # A run of consecutive timing lines is one mask: on a GPU a timing cell prints
     # one line per size and kernel, on the CPU a single "skipped" line.
-    ("/cells/*/outputs", r"timing: [^\n]*(?:\ntiming: [^\n]*)*", "timing: <masked>"),
+    (
+        "/cells/*/outputs",
+        r"timing[: ][^\n]*(?:\ntiming[: ][^\n]*)*",
+        "timing: <masked>",
+    ),
     ("/cells/*/outputs", r"0x[0-9a-fA-F]+", "0x<address>"),
     # The set-up cell's report of where it ran and with which versions
     ("/cells/*/outputs", r"this notebook: [^\n]*", "this notebook: <where>"),
@@ -76,7 +83,7 @@ def test_colab_badge_points_at_the_repository(recipe):
     assert expected in "".join(cells[0]["source"])
 
 
-def _regression_fixture(cwd):
+def _regression_fixture(cwd, ignore=()):
     from pytest_notebook.nb_regression import NBRegressionFixture
 
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(REPO_ROOT))
@@ -85,7 +92,12 @@ def _regression_fixture(cwd):
         exec_cwd=str(cwd),
         exec_env=env,
         diff_replace=VOLATILE,
-        diff_ignore=("/metadata", "/cells/*/execution_count", "/cells/*/metadata"),
+        diff_ignore=(
+            "/metadata",
+            "/cells/*/execution_count",
+            "/cells/*/metadata",
+            *ignore,
+        ),
     )
     fixture.diff_color_words = False
     return fixture
@@ -116,12 +128,65 @@ def _as_compared(path, post_processors):
 def test_notebook_runs_and_reproduces_its_outputs(recipe):
     path = nb.notebook_path(recipe)
     stored = json.loads(path.read_text(encoding="utf-8"))
-    code_cells = [c for c in stored["cells"] if c["cell_type"] == "code"]
+    timing = {
+        i for i, c in enumerate(stored["cells"]) if nb.TIMING_TAG in nb.cell_tags(c)
+    }
+    helper = nb.snippet_section("_setup.py", "timing")  # defines, prints nothing
+    code_cells = [
+        c
+        for i, c in enumerate(stored["cells"])
+        if c["cell_type"] == "code" and i not in timing and nb._source(c) != helper
+    ]
     assert all(c["outputs"] for c in code_cells if "print(" in "".join(c["source"])), (
         f"{path.name} has cells without stored outputs: execute and store it"
     )
-    fixture = _regression_fixture(path.parent)
+    fixture = _regression_fixture(
+        path.parent, ignore=[f"/cells/{i}/outputs" for i in sorted(timing)]
+    )
     fixture.check(_as_compared(path, fixture.post_processors))
+
+
+def test_timing_cells_are_tagged_from_their_recipes():
+    # the runner finds the timing cells by their tag: every recipe's timing
+    # fences give tagged cells, and nothing else is tagged
+    tagged = 0
+    for recipe in RECIPES:
+        cells = json.loads(nb.notebook_path(recipe).read_text(encoding="utf-8"))
+        text = recipe.read_text(encoding="utf-8")
+        tags = [nb.cell_tags(c) for c in cells["cells"]]
+        assert tags.count([nb.TIMING_TAG]) == text.count("```python timing")
+        assert all(t in ([], [nb.TIMING_TAG]) for t in tags)
+        tagged += tags.count([nb.TIMING_TAG])
+    assert tagged >= len(RECIPES)
+
+
+def test_a_missing_or_extra_timing_tag_is_drift(tmp_path, monkeypatch):
+    recipe = next(r for r in RECIPES if "```python timing" in r.read_text())
+    stored = json.loads(nb.notebook_path(recipe).read_text(encoding="utf-8"))
+    timed = next(c for c in stored["cells"] if nb.TIMING_TAG in nb.cell_tags(c))
+    timed["metadata"].pop("tags")
+    monkeypatch.setattr(nb, "OUTPUT_DIR", tmp_path)
+    (tmp_path / nb.notebook_path(recipe).name).write_text(json.dumps(stored))
+    assert any("has tags []" in p for p in nb.drift(recipe))
+
+
+def test_an_unknown_fence_is_an_error(tmp_path):
+    recipe = tmp_path / "typo.md"
+    recipe.write_text("Text\n\n```python timed\nprint(1)\n```\n")
+    with pytest.raises(nb.NotebookError, match="unknown fence"):
+        nb.cells_from_recipe(recipe)
+
+
+def test_rebuilding_an_executed_notebook_changes_nothing(tmp_path, monkeypatch):
+    # the outputs, execution counts and nbclient's metadata of unchanged cells
+    # are kept, in nbformat's layout: `make notebooks` on a clean tree is a no-op
+    monkeypatch.setattr(nb, "OUTPUT_DIR", tmp_path)
+    for recipe in RECIPES:
+        stored = nb.notebook_path(recipe).name
+        original = (REPO_ROOT / "docs" / "notebooks" / stored).read_bytes()
+        (tmp_path / stored).write_bytes(original)
+        nb.build(recipe)
+        assert (tmp_path / stored).read_bytes() == original, stored
 
 
 def test_reproduction_check_still_sees_a_changed_output(tmp_path):

@@ -9,6 +9,7 @@ lanes, a failure named and the rest still run), not Jupyter.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import threading
@@ -16,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REPO_ROOT
 
 from triton_course.runner import cli
 from triton_course.runner.measure import WALL_BUDGET_MS, RunnerError, wall_calls
@@ -265,3 +267,272 @@ def test_the_notebooks_that_took_longest_last_time_start_first(tmp_path, monkeyp
         "c_never_run.ipynb",
         "e_broken.ipynb",
     ]
+
+
+# ------------------------------------------- timing cells, alone (#33) ---
+class _FakeTimedNotebooks:
+    """Stands in for ``execute_notebook_isolated``: each notebook's first part
+    runs at once; its timing part (``finish``) records when it ran."""
+
+    def __init__(self, seconds: float = 0.05):
+        self.seconds = seconds
+        self.lock = threading.Lock()
+        self.untimed: dict[str, tuple[float, float]] = {}
+        self.timed: dict[str, tuple[float, float]] = {}
+        self.closed: list[str] = []
+
+    def __call__(self, path: Path):
+        t0 = time.monotonic()
+        time.sleep(self.seconds)
+        with self.lock:
+            self.untimed[path.name] = (t0, time.monotonic())
+        return _FakePaused(self, path)
+
+
+class _FakePaused:
+    def __init__(self, fake, path):
+        self.fake, self.path, self.env = fake, path, None
+
+    def finish(self, kernel_env, limit_s):
+        t0 = time.monotonic()
+        self.env = kernel_env
+        time.sleep(self.fake.seconds)
+        self.fake.timed[self.path.name] = (t0, time.monotonic())
+        return f"timed {self.path.name} with {json.dumps(kernel_env)}"
+
+    def close(self):
+        self.fake.closed.append(self.path.name)
+
+
+def _runner_repo(tmp_path: Path, notebooks: int) -> Path:
+    from test_runner import FIXTURES
+
+    (tmp_path / "snippets").mkdir()
+    shutil.copy(FIXTURES / "snippets" / "tiny_scale.py", tmp_path / "snippets")
+    nb_dir = tmp_path / "notebooks"
+    nb_dir.mkdir()
+    for i in range(notebooks):
+        (nb_dir / f"nb{i}.ipynb").write_text('{"cells": []}', encoding="utf-8")
+    return tmp_path
+
+
+def _fake_run(repo: Path, **kw):
+    from test_runner import fake_env
+
+    return cli.run(
+        repo,
+        repo / "data",
+        repo / "plots",
+        repo / "notebooks",
+        env=fake_env(),
+        check=kw.pop("check", lambda snippets: None),
+        skip_notebooks=False,
+        **kw,
+    )
+
+
+def test_timing_cells_run_after_the_benchmarks_one_notebook_at_a_time(
+    tmp_path, monkeypatch
+):
+    repo = _runner_repo(tmp_path, 5)
+    fake = _FakeTimedNotebooks()
+    monkeypatch.setattr(cli, "execute_notebook_isolated", fake)
+    benchmarks = []
+    real = cli.measure_benchmark
+
+    def measure(*args, **kwargs):
+        t0 = time.monotonic()
+        record = real(*args, **kwargs)
+        benchmarks.append((t0, time.monotonic()))
+        return record
+
+    monkeypatch.setattr(cli, "measure_benchmark", measure)
+    written = _fake_run(repo)
+    assert benchmarks and len(fake.timed) == len(fake.untimed) == 5
+    last_benchmark = max(end for _, end in benchmarks)
+    first_benchmark = min(start for start, _ in benchmarks)
+    # every untimed part ran in the concurrent phase, before any benchmark...
+    assert all(end <= first_benchmark for _, end in fake.untimed.values())
+    # ...no timing cell before the benchmarks ended...
+    assert all(start >= last_benchmark for start, _ in fake.timed.values())
+    # ...and never two notebooks' timing cells at once
+    spans = sorted(fake.timed.values())
+    for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False):
+        assert a_end <= b_start
+    # the kernel is told the commit measured; what finish returned is stored
+    stored = (repo / "notebooks" / "nb3.ipynb").read_text(encoding="utf-8")
+    env = {cli.TIMED_ALONE_ENV: "000000000000"}  # fake_env's commit, 12 digits
+    assert stored == f"timed nb3.ipynb with {json.dumps(env)}"
+    assert repo / "notebooks" / "nb3.ipynb" in written
+
+
+def test_a_failed_run_writes_no_notebook_and_leaves_none_waiting(tmp_path, monkeypatch):
+    repo = _runner_repo(tmp_path, 3)
+    before = {p.name: p.read_bytes() for p in (repo / "notebooks").iterdir()}
+    fake = _FakeTimedNotebooks()
+    monkeypatch.setattr(cli, "execute_notebook_isolated", fake)
+    monkeypatch.setattr(cli, "NotebookProcess", _FakePaused)  # what is closed
+
+    def failing_check(snippets):
+        time.sleep(0.3)  # the notebooks have paused by now
+        raise RunnerError("correctness checks failed (pytest exit 1)")
+
+    with pytest.raises(RunnerError, match="correctness checks failed"):
+        _fake_run(repo, check=failing_check)
+    assert not fake.timed  # nothing timed after a failure...
+    assert sorted(fake.closed) == sorted(before)  # ...and every worker ended
+    after = {p.name: p.read_bytes() for p in (repo / "notebooks").iterdir()}
+    assert after == before
+
+
+def _tagged_notebook(path: Path, timed_source: str) -> Path:
+    import nbformat
+
+    doc = nbformat.v4.new_notebook()
+    untimed = nbformat.v4.new_code_cell(
+        "import os\nprint('untimed', os.environ.get('TRITON_COURSE_TIMED_ALONE'))"
+    )
+    timed = nbformat.v4.new_code_cell(timed_source)
+    timed.metadata["tags"] = ["timing"]
+    after = nbformat.v4.new_code_cell("print('after the timing cell')")
+    doc.cells = [untimed, timed, after]
+    doc.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    path.write_text(nbformat.writes(doc), encoding="utf-8")
+    return path
+
+
+def _gone(pgid: int) -> bool:
+    import os
+
+    for _ in range(50):
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_real_kernel_waits_before_its_timing_cells_and_runs_nothing_twice(
+    tmp_path,
+):
+    marker = tmp_path / "timed.txt"
+    source = (
+        f"open({str(marker)!r}, 'a').write('ran\\n')\n"
+        "print('timed', os.environ.get('TRITON_COURSE_TIMED_ALONE'))"
+    )
+    path = _tagged_notebook(tmp_path / "nb.ipynb", source)
+    process = cli.execute_notebook_isolated(path)
+    try:
+        assert isinstance(process, cli.NotebookProcess)
+        time.sleep(0.5)
+        assert not marker.exists(), "the timing cell ran before the timed phase"
+        assert process.proc.poll() is None and process.kernel_pgid
+        text = process.finish({"TRITON_COURSE_TIMED_ALONE": "abc123"}, 60)
+    finally:
+        process.close()
+    cells = json.loads(text)["cells"]
+    printed = ["".join(o["text"]) for c in cells for o in c["outputs"]]
+    assert printed == ["untimed None\n", "timed abc123\n", "after the timing cell\n"]
+    assert [c["execution_count"] for c in cells] == [1, 2, 3]
+    assert marker.read_text() == "ran\n"  # once
+    assert _gone(process.kernel_pgid)
+
+
+def test_a_hung_timing_cell_is_killed_with_its_kernel(tmp_path):
+    path = _tagged_notebook(tmp_path / "hung.ipynb", "import time\ntime.sleep(600)")
+    process = cli.execute_notebook_isolated(path)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(RunnerError, match=r"hung\.ipynb: its timing cells ran"):
+            process.finish({}, limit_s=3)
+        assert time.monotonic() - t0 < 30
+    finally:
+        process.close()
+    assert process.proc.poll() is not None and _gone(process.kernel_pgid)
+
+
+def test_a_waiting_notebook_closed_by_a_failed_run_ends_with_its_kernel(tmp_path):
+    marker = tmp_path / "timed.txt"
+    path = _tagged_notebook(tmp_path / "nb.ipynb", f"open({str(marker)!r}, 'w')")
+    process = cli.execute_notebook_isolated(path)
+    pgid = process.kernel_pgid
+    process.close()
+    assert process.proc.poll() is not None and _gone(pgid)
+    assert not marker.exists()
+
+
+def test_a_notebook_without_timing_cells_is_executed_whole_at_once(tmp_path):
+    import nbformat
+
+    doc = nbformat.v4.new_notebook()
+    doc.cells = [nbformat.v4.new_code_cell("print('whole')")]
+    doc.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    path = tmp_path / "plain.ipynb"
+    path.write_text(nbformat.writes(doc), encoding="utf-8")
+    text = cli.execute_notebook_isolated(path)
+    assert isinstance(text, str) and "whole" in text
+
+
+def test_the_queue_order_counts_only_the_cells_before_the_timing_cells(tmp_path):
+    def cell(start_s, end_s, tags=()):
+        stamp = "2026-11-25T12:00:{:02d}.000000Z"
+        run = {
+            "iopub.execute_input": stamp.format(start_s),
+            "shell.execute_reply": stamp.format(end_s),
+        }
+        return {"cell_type": "code", "metadata": {"execution": run, "tags": tags}}
+
+    # 2 s + 3 s before the timing cell; the wait (5 s -> 40 s) and the
+    # timing cell itself (40 s -> 55 s) are not the concurrent phase's
+    cells = [cell(0, 2), cell(2, 5), cell(40, 55, ["timing"]), cell(55, 56)]
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps({"cells": cells}), encoding="utf-8")
+    assert cli.last_run_seconds(path) == 5.0
+
+
+# ------------------------------------------------ the GPU test lane (#33) ---
+def test_the_gpu_lane_runs_every_compile_only_module_and_the_snippet_scripts(
+    tmp_path,
+):
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    modules = {
+        "test_a.py": "def test_a(): pass\n",  # a snippet's own module
+        "test_gpu_only.py": "@pytest.mark.gpu\n",
+        "test_compiles.py": "from conftest import compile_in_subprocess\n",
+        "test_targets.py": "from triton.backends.compiler import GPUTarget\n",
+        "test_excerpts_like.py": "args = ['-m', 'triton_course.excerpts']\n",
+        "test_snippet_scripts.py": "def test_runs(): pass\n",
+        "test_site.py": "def test_site(): pass\n",  # needs mkdocs: left out
+        "test_runner.py": "compile_in_subprocess  # CPU-only by design\n",
+        "test_runner_lanes.py": "GPUTarget  # this module: CPU-only too\n",
+    }
+    for name, text in modules.items():
+        (tests / name).write_text(text, encoding="utf-8")
+    picked = {p.name for p in cli.select_tests(tests, [Path("snippets/a.py")])}
+    assert picked == set(modules) - {"test_site.py", *cli.GPU_SKIPPED_TESTS}
+    # --only SNIPPET: that snippet's module alone
+    only = cli.select_tests(tests, [Path("snippets/a.py")], gpu_marked=False)
+    assert [p.name for p in only] == ["test_a.py"]
+    # the real tests: every module that compiles for a GPU target is in
+    real = {p.name for p in cli.select_tests(REPO_ROOT / "tests", [])}
+    for name in (
+        "test_compiler_claims.py",
+        "test_module_claims.py",
+        "test_series_claims.py",
+        "test_home_reference_claims.py",
+        "test_chapter_03_claims.py",
+        "test_excerpts.py",
+    ):
+        assert name in real, name
+    for path in (REPO_ROOT / "tests").glob("test_*.py"):
+        text = path.read_text(encoding="utf-8")
+        if ("GPUTarget" in text or "compile_in_subprocess" in text) and (
+            path.name not in cli.GPU_SKIPPED_TESTS
+        ):
+            assert path.name in real, path.name

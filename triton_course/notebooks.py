@@ -6,7 +6,10 @@ A recipe (``notebooks/<name>.md``) is Markdown with two kinds of code cell:
   that section of ``snippets/vector_add.py``, the same text the lesson page
   embeds: one source of truth, so the notebook cannot drift from the snippet;
 - a fenced ```` ```python ```` block becomes a code cell as written (set-up,
-  checks, timing that only the notebook needs).
+  checks, timing that only the notebook needs). A block fenced
+  ```` ```python timing ```` is a timing cell: its cell gets the tag
+  ``timing`` (TIMING_TAG), and the GPU runner executes it, and every cell
+  after it, only once the benchmarks are done, with nothing else on the GPU.
 
 Everything between code cells becomes one Markdown cell. The first cell is a
 "Run in Colab" badge pointing at the repository named in ``mkdocs.yml``.
@@ -15,8 +18,11 @@ Everything between code cells becomes one Markdown cell. The first cell is a
     python -m triton_course.notebooks check    # fail if any notebook drifted
     python -m triton_course.notebooks execute  # run them here, store outputs
 
-Building keeps the outputs of every code cell whose source did not change, so
-the outputs of the last real run survive a rebuild that changes only prose.
+Building keeps the outputs, execution count and metadata (nbclient's timings)
+of every code cell whose source did not change, and the notebook's own
+metadata, so the outputs of the last real run survive a rebuild that changes
+only prose, and rebuilding an executed notebook from unchanged recipes
+changes nothing.
 
 Every cell gets a stable id (nbformat 4.5), derived from what it holds, never
 from its position: a lesson's "Run this code" link opens Colab at
@@ -39,6 +45,8 @@ SNIPPETS_DIR = REPO_ROOT / "snippets"
 OUTPUT_DIR = REPO_ROOT / "docs" / "notebooks"
 
 _INCLUDE_RE = re.compile(r'^--8<--\s+"([^":]+):([\w-]+)"\s*$')
+TIMING_TAG = "timing"  # cells the runner executes alone, after the benchmarks
+_FENCES = {"```python": [], "```python timing": [TIMING_TAG]}  # fence -> tags
 _START = "# --8<-- [start:{}]"
 _END = "# --8<-- [end:{}]"
 # nbformat 4.5: a cell id is 1-64 letters, digits, '-' or '_'
@@ -158,11 +166,19 @@ def cells_from_recipe(recipe: Path, snippets_dir: Path = SNIPPETS_DIR) -> list[d
             code = snippet_section(snippet, section, snippets_dir)
             key = section_key(snippet, section)
             cells.append({"cell_type": "code", "source": code, "key": key})
-        elif line.strip() == "```python":
+        elif line.strip() in _FENCES:
             flush_prose()
             end = lines.index("```", i + 1)
-            cells.append({"cell_type": "code", "source": "\n".join(lines[i + 1 : end])})
+            source = "\n".join(lines[i + 1 : end])
+            cells.append({"cell_type": "code", "source": source})
+            if tags := _FENCES[line.strip()]:
+                cells[-1]["tags"] = list(tags)
             i = end
+        elif line.strip().startswith("```python"):
+            raise NotebookError(
+                f"{recipe}:{i + 1}: unknown fence {line.strip()!r}; "
+                f"use one of {sorted(_FENCES)}"
+            )
         else:
             prose.append(line)
         i += 1
@@ -175,26 +191,41 @@ def _source(cell: dict) -> str:
     return "".join(src) if isinstance(src, list) else src
 
 
+def cell_tags(cell: dict) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
 def render_notebook(cells: list[dict], previous: dict | None = None) -> dict:
-    """A notebook document; code cells keep outputs from ``previous`` if unchanged."""
-    old_outputs: dict[str, list] = {}
+    """A notebook document; a code cell whose source is unchanged keeps its
+    outputs, execution count and metadata from ``previous`` (its tags always
+    come from the recipe)."""
+    old_cells: dict[str, list[dict]] = {}  # source -> its cells, in order
     if previous:
         for cell in previous.get("cells", []):
             if cell["cell_type"] == "code":
-                old_outputs[_source(cell)] = cell.get("outputs", [])
+                old_cells.setdefault(_source(cell), []).append(cell)
     nb_cells = []
     for cell, cell_id in zip(cells, cell_ids(cells), strict=True):
         entry = {
             "cell_type": cell["cell_type"],
             "id": cell_id,
             "metadata": {},
-            "source": cell["source"],
+            "source": cell["source"].splitlines(keepends=True),  # as nbformat
         }
         if cell["cell_type"] == "code":
-            entry["execution_count"] = None
-            entry["outputs"] = old_outputs.get(cell["source"], [])
+            same = old_cells.get(cell["source"]) or [{}]
+            old = same.pop(0) if len(same) > 1 else same[0]  # repeats in order
+            entry["metadata"] = {
+                k: v for k, v in old.get("metadata", {}).items() if k != "tags"
+            }
+            entry["execution_count"] = old.get("execution_count")
+            entry["outputs"] = old.get("outputs", [])
+        if cell.get("tags"):
+            entry["metadata"]["tags"] = list(cell["tags"])
         nb_cells.append(entry)
     metadata = (previous or {}).get("metadata", {})
+    # an executed notebook's language_info (nbclient's, fuller) is kept
+    metadata.setdefault("language_info", {"name": "python"})
     metadata.update(
         {
             "kernelspec": {
@@ -202,7 +233,6 @@ def render_notebook(cells: list[dict], previous: dict | None = None) -> dict:
                 "language": "python",
                 "name": "python3",
             },
-            "language_info": {"name": "python"},
             # Colab opens it on a GPU runtime.
             "accelerator": "GPU",
             "colab": {"provenance": [], "gpuType": "T4"},
@@ -242,6 +272,12 @@ def drift(recipe: Path) -> list[str]:
     for i, (have, want) in enumerate(zip(stored, wanted, strict=False)):
         if have["cell_type"] != want["cell_type"] or _source(have) != want["source"]:
             problems.append(f"{out.name}: cell {i} differs from its recipe/snippet")
+        elif cell_tags(have) != want.get("tags", []):
+            # the runner reads the tags: a timing cell must be tagged as one
+            problems.append(
+                f"{out.name}: cell {i} has tags {cell_tags(have)}, "
+                f"the recipe gives {want.get('tags', [])}"
+            )
         elif have.get("id") != wanted_ids[i]:
             # the site's run links open Colab at #scrollTo=<id>
             problems.append(
@@ -295,9 +331,10 @@ def execute(path: Path, timeout: int = 600) -> dict:
 def write_notebook(path: Path, doc: dict) -> None:
     """Write atomically, so a failed run never leaves half a notebook."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(
-        json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
+    # nbformat's own layout (sorted keys, one-space indent), as the runner
+    # stores an executed notebook: a rebuild then changes only what changed
+    text = json.dumps(doc, indent=1, ensure_ascii=False, sort_keys=True)
+    tmp.write_text(text + "\n", encoding="utf-8")
     tmp.replace(path)
 
 

@@ -5,10 +5,11 @@ notebooks) is staged in memory and written only after every check, notebook,
 Triton timing and capture has succeeded, each file by an atomic rename.
 
 It runs in two phases. First, at the same time and each in its own process:
-the GPU tests, the notebooks (one after another), the untimed captures and a
-compile warm-up of every benchmark; nothing there is timed. Then, with nothing
-else on the GPU: the rooflines, every benchmark and the captures that time or
-count something.
+the GPU tests, the notebooks up to their first timing cell, the untimed
+captures and a compile warm-up of every benchmark; nothing there is timed.
+Then, with nothing else on the GPU: the rooflines, every benchmark, the
+captures that time or count something, and the notebooks' timing cells, one
+notebook at a time, each in the kernel that ran its first cells.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from functools import partial
 from pathlib import Path
 
 from triton_course import timings as T
+from triton_course.notebooks import TIMING_TAG
 from triton_course.runner import discovery as D
 from triton_course.runner import plots as P
 from triton_course.runner.measure import (
@@ -47,9 +49,31 @@ from triton_course.runner.measure import (
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Test modules the GPU run leaves out: they need tools the GPU image lacks
 # (mkdocs, Chromium, zizmor, pytest-notebook) or test the runner itself on CPU.
-GPU_SKIPPED_TESTS = ("test_runner.py", "test_workflows.py")
-NOTEBOOK_TIMEOUT_S = 600
+GPU_SKIPPED_TESTS = ("test_runner.py", "test_runner_lanes.py", "test_workflows.py")
+# Test modules the GPU run adds to the snippets' own: every module that
+# compiles kernels for GPU targets without a GPU (triton.compile of an
+# ASTSource for a GPUTarget: directly, through conftest's compile_in_subprocess
+# or through the excerpts generator), so that the GPU image's triton checks
+# them as well as the CPU tests' (a module naming any of COMPILE_ONLY_MARKERS),
+# and the module that runs every snippet as a script.
+COMPILE_ONLY_MARKERS = (
+    "compile_in_subprocess",
+    "GPUTarget",
+    "triton_course.excerpts",
+)
+GPU_EXTRA_TESTS = ("test_snippet_scripts.py",)
+NOTEBOOK_TIMEOUT_S = 600  # per cell, before the timing cells
 NOTEBOOK_LANES = 3  # notebooks executed at once, beside the tests
+# The timing cells (tagged TIMING_TAG by the notebook builder) and every cell
+# after them run in the timed phase, alone on the GPU. A timing cell times a
+# few rows for a few seconds: a cell still running after TIMED_CELL_TIMEOUT_S
+# is hung, and a notebook whose timing cells have not ended after
+# NOTEBOOK_TIMED_LIMIT_S is killed, kernel and all (the run must fit 8 minutes).
+TIMED_CELL_TIMEOUT_S = 120
+NOTEBOOK_TIMED_LIMIT_S = 180
+# Set in the kernel just before its timing cells run in the timed phase (the
+# commit measured): the cells then say the runner timed them alone.
+TIMED_ALONE_ENV = "TRITON_COURSE_TIMED_ALONE"
 WORKER = [sys.executable, "-m", "triton_course.runner.worker"]
 
 
@@ -105,7 +129,9 @@ def _mode_for(path: Path) -> int:
 def select_tests(
     tests_dir: Path, snippets: list[Path], gpu_marked: bool = True
 ) -> list[Path]:
-    """The test module of each snippet, plus every module with GPU-only tests."""
+    """The test module of each snippet; in a whole run (``gpu_marked``) also
+    every module with GPU-only tests, every compile-only module and the
+    snippet-script checks (GPU_EXTRA_TESTS)."""
     picked = []
     for s in snippets:
         candidate = tests_dir / f"test_{s.stem}.py"
@@ -114,7 +140,9 @@ def select_tests(
     for path in sorted(tests_dir.glob("test_*.py")) if gpu_marked else []:
         if path.name in GPU_SKIPPED_TESTS or path in picked:
             continue
-        if "mark.gpu" in path.read_text(encoding="utf-8"):
+        text = path.read_text(encoding="utf-8")
+        compiles = any(marker in text for marker in COMPILE_ONLY_MARKERS)
+        if "mark.gpu" in text or compiles or path.name in GPU_EXTRA_TESTS:
             picked.append(path)
     return picked
 
@@ -234,10 +262,125 @@ def run_worker(args: list[str], what: str) -> dict:
     return data
 
 
-def execute_notebook_isolated(path: Path) -> str:
-    """``execute_notebook`` in a process of its own (see worker.py)."""
-    args = ["notebook", str(Path(path).resolve())]
-    return run_worker(args, f"notebook {path.name}")["text"]
+# What the notebook worker prints when it has run every cell before the first
+# timing cell and waits (followed by its kernel's process group).
+NOTEBOOK_PAUSED = "runner-worker: paused before the timing cells, kernel group"
+
+
+class NotebookProcess:
+    """A notebook's worker process (``worker notebook --pause``): it executes
+    every cell before the first timing cell, then waits, its kernel alive,
+    until ``finish`` tells it to execute the rest. Nothing is executed twice."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._tmp = tempfile.TemporaryDirectory(prefix="runner-")
+        self.result = Path(self._tmp.name) / "result.json"
+        cmd = [*WORKER, "notebook", "--pause", str(self.path.resolve())]
+        self.proc = subprocess.Popen(
+            [*cmd, str(self.result)],
+            cwd=REPO_ROOT,  # where the triton_course package is importable
+            env=worker_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,  # its own group: killed as one if it hangs
+        )
+        self.kernel_pgid: int | None = None  # the kernel has a group of its own
+        self.tail: collections.deque[str] = collections.deque(maxlen=400)
+        self._paused = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            if line.startswith(NOTEBOOK_PAUSED):
+                with contextlib.suppress(ValueError):
+                    self.kernel_pgid = int(line.split()[-1])
+                self._paused.set()
+            else:
+                self.tail.append(line.rstrip("\n"))
+
+    def wait_untimed(self) -> bool:
+        """Wait until the worker pauses before the timing cells (True) or ends
+        (False: the notebook has none, or it failed)."""
+        while not self._paused.wait(0.2) and self._reader.is_alive():
+            pass
+        if self._paused.is_set():
+            return True
+        self.proc.wait()
+        return False
+
+    def text(self) -> str:
+        """The executed notebook, once the worker has ended."""
+        data = None
+        if self.result.is_file():
+            data = json.loads(self.result.read_text("utf-8"))
+        if data is not None and "error" in data:
+            raise RunnerError(data["error"])
+        if data is None or self.proc.returncode != 0:
+            tail = "\n".join(self.tail)[-3000:]
+            raise RunnerError(
+                f"notebook {self.path.name}: its process exited "
+                f"{self.proc.returncode}:\n{tail}"
+            )
+        return data["text"]
+
+    def finish(self, kernel_env: dict, limit_s: float) -> str:
+        """Execute the timing cells and the rest (``kernel_env`` set in the
+        kernel first); the executed notebook. Killed after ``limit_s``."""
+        with contextlib.suppress(BrokenPipeError, OSError):  # if it died: text()
+            self.proc.stdin.write(f"go {json.dumps(kernel_env)}\n")
+            self.proc.stdin.flush()
+        try:
+            self.proc.wait(limit_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise RunnerError(
+                f"notebook {self.path.name}: its timing cells ran for more than "
+                f"{limit_s:.0f} s (hung?); its worker and kernel were killed"
+            ) from None
+        self._reader.join(10)
+        return self.text()
+
+    def kill(self) -> None:
+        for pgid in (self.kernel_pgid, self.proc.pid):
+            if pgid:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pgid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(10)
+
+    def close(self) -> None:
+        """End a worker still waiting (the run failed or stopped first): its
+        stdin closed, it shuts its kernel down; killed if it does not."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._tmp.cleanup()
+
+
+def execute_notebook_isolated(path: Path) -> str | NotebookProcess:
+    """``execute_notebook`` in a process of its own (see worker.py): the
+    executed notebook's text, or, if it has timing cells, its NotebookProcess
+    paused before them (``finish`` it in the timed phase, or ``close`` it)."""
+    process = NotebookProcess(path)
+    try:
+        if process.wait_untimed():
+            return process
+        return process.text()
+    except BaseException:
+        process.close()
+        raise
+    finally:
+        if process.proc.poll() is not None:
+            process.close()
 
 
 def run_capture_isolated(name: str, snippet: Path, repo_root: Path):
@@ -416,8 +559,34 @@ def notebook_snippets(notebook: Path, repo_root: Path) -> set[str]:
     return set(_INCLUDE_RE.findall(recipe.read_text(encoding="utf-8")))
 
 
-def execute_notebook(path: Path) -> str:
-    """Run a notebook top to bottom in a fresh kernel; return the .ipynb text."""
+def first_timing_cell(cells) -> int | None:
+    """The index of the first cell tagged as a timing cell, or None."""
+    for index, cell in enumerate(cells):
+        if TIMING_TAG in cell.get("metadata", {}).get("tags", []):
+            return index
+    return None
+
+
+async def run_hidden(client, code: str) -> None:
+    """Execute ``code`` in the client's kernel without a cell: no output, no
+    execution count, nothing stored in the notebook."""
+    from nbclient.util import ensure_async
+
+    msg_id = await ensure_async(
+        client.kc.execute(code, silent=True, store_history=False)
+    )
+    reply = await client.async_wait_for_reply(msg_id)
+    if reply is None or reply["content"]["status"] != "ok":
+        why = (reply or {}).get("content", {}).get("evalue", "no reply")
+        raise RunnerError(f"the runner's own code failed in the kernel: {why}")
+
+
+def execute_notebook(path: Path, before_timing=None) -> str:
+    """Run a notebook top to bottom in a fresh kernel; return the .ipynb text.
+
+    ``before_timing(client)`` (a coroutine function), if given, is awaited
+    just before the first timing cell executes: the worker waits there for
+    the timed phase (worker.py)."""
     try:
         import nbformat
         from nbclient import NotebookClient
@@ -433,6 +602,14 @@ def execute_notebook(path: Path) -> str:
         kernel_name="python3",
         resources={"metadata": {"path": str(path.parent)}},
     )
+    first = first_timing_cell(nb.cells)
+    if before_timing is not None and first is not None:
+
+        async def on_cell_start(cell, cell_index):
+            if cell_index == first:
+                await before_timing(client)
+
+        client.on_cell_start = on_cell_start
     saved = os.environ.pop("TRITON_INTERPRET", None)  # the kernel inherits env
     try:
         client.execute()
@@ -490,7 +667,7 @@ def build_doc(
     doc = {"format_version": T.FORMAT_VERSION, "gpu": env.gpu, "benchmarks": {}}
     old_caps = {}
     if existing is not None:
-        if partial and not existing.legacy:
+        if partial:
             doc["benchmarks"].update(existing.benchmarks)
         if partial or keep_captures:
             old_caps = dict(existing.captures or {})
@@ -607,15 +784,8 @@ def _run(
             f"{len(snippets)} snippet(s)"
         )
         data_path = Path(data_dir) / f"{env.gpu['slug']}.json"
-        existing = (
-            T.load_file(data_path, accept_legacy=True) if data_path.exists() else None
-        )
-        if existing is not None and existing.legacy and only:
-            raise RunnerError(
-                f"{data_path} is in format {T.LEGACY_VERSION} (single-round "
-                "timings): a partial run (--only) cannot be merged into it; run "
-                "the whole runner once, without --only, to replace it"
-            )
+        # (timings.py refuses a data file of another format, naming it)
+        existing = T.load_file(data_path) if data_path.exists() else None
         captures_untimed = [] if skip_captures else _captures(snippets, untimed=True)
         captures_alone = [] if skip_captures else _captures(snippets, untimed=False)
 
@@ -655,13 +825,49 @@ def _run(
             warm_lanes.append(
                 Lane(name, [Job(name, job)], best_effort=True, grace_s=WARM_UP_GRACE_S)
             )
-    with times.phase("concurrent phase"):
-        run_concurrently([tests_lane, *nb_lanes, cap_lane, *warm_lanes], times)
+    try:
+        with times.phase("concurrent phase"):
+            run_concurrently([tests_lane, *nb_lanes, cap_lane, *warm_lanes], times)
+        return _timed_phase(
+            repo_root=repo_root,
+            data_path=data_path,
+            plots_dir=plots_dir,
+            only=only,
+            skip_captures=skip_captures,
+            env=env,
+            times=times,
+            snippets=snippets,
+            n_bench=n_bench,
+            notebooks=notebooks,
+            results=results,
+            captures_alone=captures_alone,
+            existing=existing,
+        )
+    finally:  # after a failure or an interruption, no notebook is left waiting
+        for handle in list(results.values()):
+            if isinstance(handle, NotebookProcess):
+                handle.close()
 
-    # 2. Alone on the GPU: rooflines, every benchmark, the other captures.
+
+def _timed_phase(
+    *,
+    repo_root,
+    data_path,
+    plots_dir,
+    only,
+    skip_captures,
+    env,
+    times,
+    snippets,
+    n_bench,
+    notebooks,
+    results,
+    captures_alone,
+    existing,
+) -> list[Path]:
+    """2. Alone on the GPU: rooflines, every benchmark, the other captures,
+    then the notebooks' timing cells; then everything is written at once."""
     stage = Stage()
-    for nb in notebooks:
-        stage.add(nb, results[nb])
     with times.phase("settling clocks"):
         settle = env.settle() if snippets and n_bench else {}
     with times.phase("rooflines"):
@@ -695,6 +901,21 @@ def _run(
             results[("capture", name)] = (kind, text)
             lines = len(text.splitlines())
             log(f"capture {name}: {lines} lines in {time.time() - t0:.1f} s")
+    with times.phase("notebook timings (alone)"):
+        # Each notebook's timing cells, and the cells after them, in the
+        # kernel that ran its first cells: one notebook at a time, after the
+        # benchmarks, with nothing else on the GPU.
+        commit = str(env.provenance.get("commit", ""))[:12] or "unknown"
+        for nb in notebooks:
+            if isinstance(results[nb], str):
+                continue  # no timing cell: executed whole in the first phase
+            t0 = time.time()
+            results[nb] = results[nb].finish(
+                {TIMED_ALONE_ENV: commit}, NOTEBOOK_TIMED_LIMIT_S
+            )
+            log(f"{nb.name}: timing cells done in {time.time() - t0:.1f} s")
+    for nb in notebooks:
+        stage.add(nb, results[nb])
     for s, name, _ in _captures(snippets, untimed=None):  # in discovery order
         if ("capture", name) not in results:
             continue  # --skip-captures
@@ -746,23 +967,31 @@ def _captures(snippets, untimed: bool | None) -> list[tuple]:
 
 
 def last_run_seconds(notebook: Path) -> float:
-    """How long the stored notebook took when it was last executed: from the
-    first cell's start to the last cell's reply, as nbclient records them in
-    each cell's ``metadata.execution``. 0 when it records nothing (or cannot
-    be read): such a notebook simply goes after the timed ones."""
+    """How long the stored notebook's cells before its first timing cell (the
+    part the concurrent phase runs) took when it was last executed: the sum
+    of each cell's time from its start to its reply, as nbclient records them
+    in ``metadata.execution`` (the wait before the timing cells is in no
+    cell). 0 when it records nothing (or cannot be read): such a notebook
+    simply goes after the timed ones."""
     from datetime import datetime
+
+    def stamp(text: str) -> datetime:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
     try:
         cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
-        stamps = [
-            datetime.fromisoformat(t.replace("Z", "+00:00"))
-            for cell in cells
-            for key, t in cell.get("metadata", {}).get("execution", {}).items()
-            if key in ("iopub.execute_input", "shell.execute_reply")
-        ]
+        first = first_timing_cell(cells)
+        seconds = 0.0
+        for cell in cells[:first]:
+            run = cell.get("metadata", {}).get("execution", {})
+            if "iopub.execute_input" in run and "shell.execute_reply" in run:
+                took = stamp(run["shell.execute_reply"]) - stamp(
+                    run["iopub.execute_input"]
+                )
+                seconds += took.total_seconds()
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return 0.0
-    return (max(stamps) - min(stamps)).total_seconds() if stamps else 0.0
+    return seconds
 
 
 def _notebook_lanes(notebooks: list[Path], results: dict) -> list[Lane]:
@@ -833,7 +1062,7 @@ def stale_report(
         discovered.update({b: path for b in benches})
         discovered_caps.update({c: path for c in caps})
     lines, problems = [], 0
-    files = T.load_dir(data_dir, accept_legacy=True) if Path(data_dir).is_dir() else []
+    files = T.load_dir(data_dir) if Path(data_dir).is_dir() else []
     if gpu:
         files = [f for f in files if gpu.lower() in f.gpu["slug"]]
     if not files:
@@ -855,13 +1084,7 @@ def stale_report(
         )
         gone = sorted(set(f.benchmarks) - set(discovered))
         head = f"{f.path.name} ({f.gpu['name']}):"
-        if f.legacy:
-            lines.append(
-                f"{head} LEGACY  format {T.LEGACY_VERSION}: single-round timings "
-                "with no spread; the whole file needs a new run"
-            )
-            problems += 1
-        if not stale and not missing and not f.legacy:
+        if not stale and not missing:
             lines.append(f"{head} up to date ({len(f.benchmarks)} benchmarks)")
         for n in stale:
             lines.append(

@@ -5,13 +5,20 @@ warm-up in a process of its own: nothing they do (an autotuner's choice made
 while the tests share the GPU, a changed environment variable, a CUDA context)
 can leak into the runner process, which times the benchmarks afterwards.
 
-    worker notebook NOTEBOOK RESULT_JSON
+    worker notebook [--pause] NOTEBOOK RESULT_JSON
     worker capture SNIPPET NAME REPO_ROOT RESULT_JSON
     worker warm REPO_ROOT [--only NAME] [--part K/N]
 
 ``notebook`` and ``capture`` write ``{"text": ...}`` (plus ``"kind"``) or
 ``{"error": ...}`` to RESULT_JSON and exit 0 or 1. ``warm`` prints one line
 per benchmark and always exits 0 unless it cannot start at all.
+
+``notebook --pause`` stops before the notebook's first timing cell: it frees
+the kernel's cached GPU memory, prints ``cli.NOTEBOOK_PAUSED`` and its
+kernel's process group, and waits for one line on stdin. ``go {JSON}`` sets
+those environment variables in the kernel and executes the rest, each cell
+limited to ``cli.TIMED_CELL_TIMEOUT_S``; anything else, or the end of stdin
+(the runner stopped), ends it with an error and nothing executed.
 """
 
 from __future__ import annotations
@@ -27,12 +34,44 @@ def _write(path: str, result: dict) -> None:
     Path(path).write_text(json.dumps(result), encoding="utf-8")
 
 
+# Run in the kernel before it waits: what the notebook's cells no longer hold
+# goes back to the GPU, which the tests and the benchmarks need meanwhile.
+# (No name is left behind in the notebook's namespace.)
+_RELEASE_GPU_MEMORY = (
+    "__import__('gc').collect(); (lambda torch: torch is not None and "
+    "torch.cuda.is_available() and torch.cuda.empty_cache())("
+    "__import__('sys').modules.get('torch'))"
+)
+
+
+async def _wait_for_go(client) -> None:
+    """Pause before the timing cells until the runner says go (see above)."""
+    import asyncio
+
+    from triton_course.runner import cli
+    from triton_course.runner.measure import RunnerError
+
+    await cli.run_hidden(client, _RELEASE_GPU_MEMORY)
+    provisioner = getattr(client.km, "provisioner", None)
+    pgid = getattr(provisioner, "pgid", None) or 0
+    print(f"{cli.NOTEBOOK_PAUSED} {pgid}", flush=True)
+    line = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    word, _, payload = line.strip().partition(" ")
+    if word != "go":
+        raise RunnerError("the run ended before this notebook's timing cells")
+    env = json.loads(payload or "{}")
+    await cli.run_hidden(client, f"__import__('os').environ.update({env!r})")
+    client.timeout = cli.TIMED_CELL_TIMEOUT_S
+
+
 def notebook(args) -> int:
     from triton_course.runner.cli import execute_notebook
     from triton_course.runner.measure import RunnerError
 
     try:
-        text = execute_notebook(Path(args.notebook))
+        text = execute_notebook(
+            Path(args.notebook), before_timing=_wait_for_go if args.pause else None
+        )
     except RunnerError as exc:
         _write(args.result, {"error": str(exc)})
         return 1
@@ -87,6 +126,7 @@ def warm(args) -> int:
         compile=M.compile_peer,
         sync=torch.cuda.synchronize,
         cleanup=M.cleanup_cuda,
+        vendor_peaks={},  # nothing is timed or judged here: no peaks needed
     )
     snippets = D.discover(Path(args.repo_root) / "snippets", only=args.only)
     k, n = _part(args.part)
@@ -114,6 +154,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m triton_course.runner.worker")
     sub = p.add_subparsers(dest="command", required=True)
     n = sub.add_parser("notebook")
+    n.add_argument("--pause", action="store_true", help="wait before timing cells")
     n.add_argument("notebook")
     n.add_argument("result")
     c = sub.add_parser("capture")
