@@ -4,8 +4,9 @@ Each test backs a statement a page makes (issue #19), and the page links
 here. ``triton_course/codegen.py`` compiles the small kernels of
 ``triton_course/codegen_probes.py`` in a process without the interpreter;
 these tests assert what it found. A Triton upgrade that changes the
-behaviour fails here instead of leaving a page false. Checked with triton
-3.9 (CI); the GPU image's 3.6 runs the same module (``runner run``).
+behaviour fails here instead of leaving a page false. Run with triton 3.9
+(CI) and with the GPU image's 3.6 (the runner's test lane); a fact on which
+they differ is asserted per version (``codegen.for_triton``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ import subprocess
 import sys
 
 import pytest
+import triton
 from conftest import REPO_ROOT, compile_in_subprocess
+
+from triton_course.codegen import CHECKED_TRITONS, for_triton
 
 
 def _codegen(*args: str) -> dict:
@@ -209,6 +213,17 @@ def test_the_committed_per_gpu_table_matches_a_fresh_compile():
         "triton_course.codegen table > data/codegen.json, and name both "
         "versions on the page if they differ"
     )
+
+
+def test_a_version_dependent_fact_names_a_value_for_each_checked_triton():
+    k = {"3.6": 16, "3.9": 8}
+    assert [for_triton(k, v) for v in ("3.6.0", "3.9.1")] == [16, 8]
+    assert for_triton(k) == k[".".join(triton.__version__.split(".")[:2])]
+    with pytest.raises(LookupError, match="3.7.0: this fact was checked with"):
+        for_triton(k, "3.7.0")  # an unchecked version fails, never guesses
+    with pytest.raises(ValueError, match="a value for each of"):
+        for_triton({"3.9": 8})
+    assert CHECKED_TRITONS == ("3.6", "3.9")
 
 
 def test_the_codegen_command_refuses_the_interpreter():

@@ -287,25 +287,3 @@ def test_eager_chain_under_torch_compile_runs():
     args = _chain_args(torch.float16, t=64, h=128, f=256)
     out = torch.compile(fm.mlp_chain_eager)(*args)
     assert out.shape == (64, 256) and torch.isfinite(out).all()
-
-
-def test_runs_as_a_script(tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    from conftest import SNIPPETS
-
-    env = dict(os.environ)
-    if DEVICE == "cpu":
-        env["TRITON_INTERPRET"] = "1"
-    done = subprocess.run(
-        [sys.executable, str(SNIPPETS / "fused_mlp_tail.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "64x1000: matches PyTorch" in done.stdout

@@ -259,25 +259,3 @@ def test_eager_pair_under_torch_compile():
     args = _inputs(64, 128, 256, torch.float16)
     out = torch.compile(ll.layernorm_linear_ref)(*args)
     _check_against_pytorch(out, args)
-
-
-def test_runs_as_a_script(tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    from conftest import SNIPPETS
-
-    env = dict(os.environ)
-    if DEVICE == "cpu":
-        env["TRITON_INTERPRET"] = "1"
-    done = subprocess.run(
-        [sys.executable, str(SNIPPETS / "layernorm_linear.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "M=130 K=96 N=200: matches PyTorch" in done.stdout

@@ -373,25 +373,3 @@ def test_benchmark_description():
         a, b = bench["make_inputs"]({"M": 3, "N": 5, "K": 4}, torch.float16, DEVICE)
         assert a.shape == (3, 4) and b.shape == (4, 5)
         assert "cuBLAS" in bench["peers"]
-
-
-def test_runs_as_a_script(tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    from conftest import SNIPPETS
-
-    env = dict(os.environ)
-    if DEVICE == "cpu":
-        env["TRITON_INTERPRET"] = "1"
-    done = subprocess.run(
-        [sys.executable, str(SNIPPETS / "matmul.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "130x90 @ 90x70: matches PyTorch" in done.stdout

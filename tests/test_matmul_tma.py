@@ -226,25 +226,3 @@ def test_benchmark_description():
         )
         for size in bench["sizes"]:  # every benchmark shape must suit TMA
             assert size["K"] % 8 == 0 and size["N"] % 8 == 0
-
-
-def test_runs_as_a_script(tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    from conftest import SNIPPETS
-
-    env = dict(os.environ)
-    if DEVICE == "cpu":
-        env["TRITON_INTERPRET"] = "1"
-    done = subprocess.run(
-        [sys.executable, str(SNIPPETS / "matmul_tma.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "130x96 @ 96x72: matches PyTorch" in done.stdout

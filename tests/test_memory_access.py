@@ -187,28 +187,6 @@ def test_transpose_past_2_31_elements(method):
     assert torch.equal(out, x.t())
 
 
-def test_runs_as_a_script(tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    from conftest import SNIPPETS
-
-    env = dict(os.environ)
-    if DEVICE == "cpu":
-        env["TRITON_INTERPRET"] = "1"
-    done = subprocess.run(
-        [sys.executable, str(SNIPPETS / "memory_access.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "(200, 129): copies and transposes match" in done.stdout
-
-
 def test_an_out_sharing_memory_with_x_is_refused():
     # Programs would read elements of x that others had already overwritten.
     x = torch.randn(64, 64, device=DEVICE)

@@ -215,21 +215,3 @@ def test_compiler_report_on_gpu():
     report = rs.compiler_report()
     assert report.splitlines()[0].split()[:3] == ["step", "num_warps", "registers"]
     assert len(report.splitlines()) == 4
-
-
-def test_runs_as_a_script(tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    from conftest import SNIPPETS
-
-    env = dict(os.environ)
-    if DEVICE == "cpu":
-        env["TRITON_INTERPRET"] = "1"
-    done = subprocess.run(
-        [sys.executable, str(SNIPPETS / "optimization_steps.py")],
-        capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert "(300, 33): all four steps match PyTorch" in done.stdout

@@ -221,25 +221,3 @@ def test_timer_and_hot_benchmark_on_gpu():
 def test_profile_capture_on_gpu():
     table = pf.CAPTURES["mlp_step_profile"]()
     assert "bias_gelu_kernel" in table and "add_kernel" in table
-
-
-def test_runs_as_a_script(tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    from conftest import SNIPPETS
-
-    env = dict(os.environ)
-    if DEVICE == "cpu":
-        env["TRITON_INTERPRET"] = "1"
-    done = subprocess.run(
-        [sys.executable, str(SNIPPETS / "profiling.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "MLP step matches PyTorch" in done.stdout

@@ -144,28 +144,6 @@ def test_more_than_2_31_elements_are_added():
     assert bool((out[: 2**31] == 2.0).all()) and bool((out[2**31 :] == 3.0).all())
 
 
-def test_runs_as_a_script(tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    from conftest import SNIPPETS
-
-    env = dict(os.environ)
-    if DEVICE == "cpu":
-        env["TRITON_INTERPRET"] = "1"
-    done = subprocess.run(
-        [sys.executable, str(SNIPPETS / "vector_add.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "n= 98432: matches PyTorch" in done.stdout
-
-
 # What each launcher check prevents (the page's list), shown with the bare
 # kernel, which has no checks of its own.
 def _bare_add(x, y, out):

@@ -3,8 +3,6 @@ every other framework on a GPU. The line counts the reference page shows are
 tested in tests/test_loc_hook.py (hooks/loc.py needs mkdocs, which the GPU
 image lacks)."""
 
-import sys
-
 import pytest
 import torch
 from conftest import DEVICE, SNIPPETS, assert_close, load_snippet, poison_
@@ -100,22 +98,3 @@ def test_frameworks_share_memory_without_copies():
     x = torch.arange(8, dtype=torch.float32, device="cuda")
     assert cp.from_dlpack(x).data.ptr == x.data_ptr()
     assert cuda.as_cuda_array(x).device_ctypes_pointer.value == x.data_ptr()
-
-
-def test_runs_as_a_script(tmp_path):
-    import os
-    import subprocess
-
-    env = dict(os.environ)
-    if DEVICE == "cpu":
-        env["TRITON_INTERPRET"] = "1"
-    done = subprocess.run(
-        [sys.executable, str(SNIPPETS / "vector_add_frameworks.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "Triton: matches PyTorch" in done.stdout

@@ -394,6 +394,30 @@ def facts() -> dict:
     return out
 
 
+# The course compiles with two tritons: CI's (3.9, the CPU venv) and the GPU
+# image's (3.6, the runner's test lane). A test of a fact on which they
+# differ states both values and asserts the one of the triton running.
+CHECKED_TRITONS = ("3.6", "3.9")
+
+
+def for_triton(values: dict, version: str | None = None):
+    """``values[major.minor]`` of the running triton (or of ``version``).
+    A triton that no one compiled the fact with is an error, not a guess."""
+    if version is None:
+        import triton
+
+        version = triton.__version__
+    key = ".".join(version.split(".")[:2])
+    if set(values) != set(CHECKED_TRITONS):
+        raise ValueError(f"give a value for each of {CHECKED_TRITONS}: {values}")
+    if key not in values:
+        raise LookupError(
+            f"triton {version}: this fact was checked with {CHECKED_TRITONS} "
+            "only; compile it with this version and add its value"
+        )
+    return values[key]
+
+
 def short_dot(found: str) -> str:
     """A table cell for dot_by_dtype's answer: 'wgmma, bf16', 'FMA', 'refused'."""
     if found.startswith("refused"):

@@ -445,7 +445,10 @@ def compile_all(
 
 # ------------------------------------------------------------------ main ---
 def _record_in_interpreter() -> dict:
-    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(REPO_ROOT))
+    # the caller's PYTHONPATH kept after the repository: a triton installed
+    # beside the venv's (e.g. the GPU image's 3.6) records as it compiles
+    path = [p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p]
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=os.pathsep.join(path))
     done = subprocess.run(
         [sys.executable, "-m", "triton_course.support", "record"],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False,
