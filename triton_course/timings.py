@@ -146,6 +146,7 @@ class GpuTimings:
     gpu: dict
     benchmarks: dict
     captures: dict = None  # optional: name -> capture record
+    dram_bytes: dict = None  # optional: the byte-model check (dram_bytes.py)
 
     @property
     def label(self) -> str:
@@ -218,9 +219,16 @@ def validate(doc: object, path: Path) -> GpuTimings:
         # its own module (issue #33): imported here, where it is needed
         from triton_course import dram_bytes
 
-        dram_bytes.validate(doc["dram_bytes"], str(path))
+        try:
+            dram_bytes.validate(doc["dram_bytes"], str(path))
+        except ValueError as exc:  # its message names the file already
+            raise TimingDataError(str(exc)) from None
     return GpuTimings(
-        path=Path(path), gpu=gpu, benchmarks=benchmarks, captures=captures
+        path=Path(path),
+        gpu=gpu,
+        benchmarks=benchmarks,
+        captures=captures,
+        dram_bytes=doc.get("dram_bytes"),
     )
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from triton_course import dram_bytes as DB
 from triton_course import timings as T
 from triton_course.notebooks import TIMING_TAG
 from triton_course.runner import discovery as D
@@ -40,7 +41,6 @@ from triton_course.runner.measure import (
     Environment,
     RunnerError,
     cuda_environment,
-    hold_ceilings,
     log,
     measure_benchmark,
     run_capture,
@@ -891,8 +891,6 @@ def _timed_phase(
                 log(f"benchmark {desc['name']}: done in {time.time() - t0:.1f} s")
             if T.sha256_of(s.path) != sha:
                 raise RunnerError(f"{s.path} changed while it was being measured")
-        if records:  # no published rate may stand above its ceiling
-            hold_ceilings(records, ceilings)
     captures = {}
     with times.phase("captures (alone)"):
         for s, name, spec in captures_alone:
@@ -901,6 +899,15 @@ def _timed_phase(
             results[("capture", name)] = (kind, text)
             lines = len(text.splitlines())
             log(f"capture {name}: {lines} lines in {time.time() - t0:.1f} s")
+    dram = None
+    with times.phase("DRAM bytes (alone)"):
+        # Nsight Compute's DRAM counters against each bandwidth benchmark's
+        # byte model (#33): alone on the GPU, since the counters see every
+        # process's traffic. A model more than 10 % off fails the run.
+        if not skip_captures and not env.fake:
+            from triton_course.runner.dram import measure_dram_bytes
+
+            dram = measure_dram_bytes(snippets, env, repo_root, say=log)
     with times.phase("notebook timings (alone)"):
         # Each notebook's timing cells, and the cells after them, in the
         # kernel that ran its first cells: one notebook at a time, after the
@@ -941,6 +948,11 @@ def _timed_phase(
             )
             if settle:
                 doc["settle"] = settle
+            old_dram = getattr(existing, "dram_bytes", None) if existing else None
+            if dram is not None:
+                doc["dram_bytes"] = DB.merge(old_dram if only else None, dram)
+            elif old_dram and (only or skip_captures):
+                doc["dram_bytes"] = old_dram  # not profiled again: keep the check
             T.validate(doc, data_path)
             stage.add(data_path, json.dumps(doc, indent=1) + "\n")
         for name, bench in records.items():

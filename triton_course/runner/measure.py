@@ -542,13 +542,6 @@ def measure_rooflines(metrics: set, gpu_name: str, timer: CudaTimer) -> dict:
     return out
 
 
-def hold_ceilings(records: dict, ceiling_of: dict) -> dict:
-    """Transitional, moves nothing: cli.py calls it until its call is removed
-    (issue #33). A roofline is the probe measured in the run; rates above a
-    line are flagged per result by measure_benchmark (flag_rates)."""
-    return {}
-
-
 def flag_rates(record: dict, gpu: dict, name: str) -> int:
     """Mark every result of a benchmark record whose rate stands above the
     vendor's peak or more than ABOVE_PROBE_TOLERANCE above the probe
