@@ -197,6 +197,9 @@ def test_minimum_k_depends_on_the_operand_width(facts):
     # fp32 (tf32): triton 3.9 added a K-of-8 shape; 3.6 asks 16 of every
     # non-8-bit type ("K >= 16" is its compile error)
     assert facts["min_k fp32"] == for_triton({"3.6": 16, "3.9": 8})
+    # the page names both versions' minimum for fp32
+    flat = " ".join(L01.read_text().split())
+    assert "(as tf32) 8 with triton 3.9 but 16 with triton 3.6" in flat
 
 
 def test_wgmma_needs_64_rows_on_sm90(facts):
@@ -230,8 +233,9 @@ def test_fma_chain_keeps_a_loop_at_large_iters(facts):
         first[arch] = loops[0]
     assert first["90"] == 128  # both versions
     assert first["80"] == for_triton({"3.6": 128, "3.9": 32})
-    looped = "from `ITERS = 128` on sm_90 (32 on sm_80) the PTX keeps a loop"
-    assert looped in _text(L01)
+    text = _text(L01)
+    assert "from `ITERS = 128` on sm_90 the PTX keeps a loop" in text
+    assert "32 with triton 3.9 but from 128 with triton 3.6" in text
     assert "its own straight-line kernel" not in _text(L01)
 
 
@@ -442,4 +446,7 @@ def test_review_findings_on_ridge_rows_warps_ranges_and_l2_ceiling():
     assert "adds up to more than 100 %" in l04
     # review 04 finding 4: no share of a ceiling raised to the kernel itself
     assert "bench=l2_hot_add gpu=h100 value=pct_roofline" not in l04
-    assert "says nothing about the L2's limit" in l04
+    # the hot table's ceiling is the L2 probe, never raised: a kernel above
+    # it is flagged, not the line moved
+    assert "a hot kernel that beats the probe is flagged" in l04
+    assert "ceiling is raised" not in l04
