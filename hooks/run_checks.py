@@ -7,8 +7,12 @@ Two directives, each alone on a line, outside code blocks:
     format in ``triton_course/dram_bytes.py``): per bandwidth benchmark, at
     the one size profiled, the model's bytes beside the DRAM bytes Nsight
     Compute counted for Triton's call, their ratio and the verdict; the
-    peers' bytes in a fold below; the benchmarks skipped, with why. A GPU
-    without the check says "not yet measured on a GPU".
+    size profiled, and where it was scaled up from the largest benchmarked
+    size (to many L2s, so that writes still dirty in L2 at the kernel's end
+    cannot sway the verdict), by how much; the peers' bytes in a fold below
+    (a peer that launched no kernel, a copy-engine transfer, said as such);
+    the benchmarks skipped, with why. A GPU without the check says "not yet
+    measured on a GPU".
 
 ``[[run_compare]]``
     Per GPU with a second whole run committed at
@@ -101,8 +105,31 @@ def _tabs(blocks: list[tuple[str, str]]) -> str:
 
 
 def _ratio(contender: dict) -> str:
+    if not contender["kernels"]:
+        return "—"
     ratio = DB.model_over_measured(contender)
     return f"{ratio:.2f}" if ratio is not None else "nothing counted"
+
+
+def _bytes(contender: dict) -> str:
+    """Read + written, or why there is nothing to count."""
+    if not contender["kernels"]:
+        return html.escape(DB.NO_KERNEL)
+    return f"{_mb(contender['dram_read_bytes'])} + {_mb(contender['dram_write_bytes'])}"
+
+
+def _profiled_size(b: dict) -> str:
+    """The size profiled; where scaled, from which benchmarked size."""
+    text = _size(b["size"])
+    if b["scale_factor"] > 1:
+        param = b["scaled_param"]
+        text += (
+            f" ({html.escape(param)} ×{b['scale_factor']} of the largest "
+            f"benchmarked, {_size({param: b['benchmarked_size'][param]})})"
+        )
+    if b["capped"]:
+        text += " (capped by the GPU's memory)"
+    return text
 
 
 # -------------------------------------------------------------- dram bytes ---
@@ -133,7 +160,7 @@ def render_dram_bytes(gpus: list, root: Path) -> str:
 def _dram_block(record: dict, g, root: Path) -> str:
     head = [
         "Benchmark",
-        "Size",
+        "Size profiled",
         "dtype",
         "Model MB",
         "DRAM MB read + written",
@@ -149,10 +176,10 @@ def _dram_block(record: dict, g, root: Path) -> str:
         rows.append(
             [
                 label,
-                _size(b["size"]),
+                _profiled_size(b),
                 html.escape(b["dtype"]),
                 _mb(b["working_set_bytes"]),
-                f"{_mb(tri['dram_read_bytes'])} + {_mb(tri['dram_write_bytes'])}",
+                _bytes(tri),
                 _ratio(tri),
                 html.escape(DB.VERDICTS[b["verdict"]]),
             ]
@@ -165,7 +192,7 @@ def _dram_block(record: dict, g, root: Path) -> str:
                     label,
                     html.escape(who),
                     str(len(c["kernels"])),
-                    f"{_mb(c['dram_read_bytes'])} + {_mb(c['dram_write_bytes'])}",
+                    _bytes(c),
                     _ratio(c),
                 ]
             )
@@ -174,14 +201,21 @@ def _dram_block(record: dict, g, root: Path) -> str:
     prov = record["provenance"]
     lines = [_table(head, rows), ""]
     when = f", {prov['date'][:10]}" if "date" in prov else ""
+    rule = html.escape(DB.residue_rule(record["min_l2_multiple"]), quote=False)
     lines.append(
         f"*{html.escape(g.gpu['name'])}, Nsight Compute "
         f"{html.escape(record['ncu_version'])}, commit "
         f"`{str(prov['commit'])[:10]}`{when}. Triton's call, once, at the "
-        "benchmark's largest size and first dtype, every cache flushed before "
-        f"each kernel. L2 {_mb(record['l2_bytes'])} MB: where the working set "
-        "fits in it, the counters see the cache and nothing is judged.*"
+        "benchmark's first dtype, every cache flushed before each kernel. "
+        f"{rule} (within "
+        f"{100 * DB.MAX_MEMORY_SHARE:.0f} % of the GPU's memory). L2 "
+        f"{_mb(record['l2_bytes'])} MB: where the working set fits in it, the "
+        "counters see the cache and nothing is judged.*"
     )
+    for name, b in record["benchmarks"].items():
+        if b["capped"]:
+            note = DB.capped_note(b, record["l2_bytes"])
+            lines += ["", f"*`{name}`: {html.escape(note, quote=False)}.*"]
     for name, why in record["skipped"].items():
         lines += ["", f"*`{name}` is not profiled: {html.escape(why)}.*"]
     if peers:

@@ -1,12 +1,12 @@
 """The byte-model check (triton_course/dram_bytes.py, runner/dram.py) on the CPU.
 
-Nothing here runs Nsight Compute: the CSV fixtures (tests/fixtures/dram/) are
-hand-written in its raw-page layout, and a fake ``ncu`` stands in for the
-real one. ``python -m triton_course.runner.dram --probe`` checks the layout
-on a GPU machine.
+Nothing here runs Nsight Compute: one CSV fixture (tests/fixtures/dram/) is
+the head of a real probe's output on an H100, the others are hand-written in
+its layout, and a fake ``ncu`` stands in for the real one.
 """
 
 import copy
+import csv
 import os
 import stat
 import subprocess
@@ -24,6 +24,9 @@ from triton_course.runner.measure import RunnerError
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "dram"
 TINY = REPO_ROOT / "tests" / "fixtures" / "runner" / "snippets"
 H100_L2 = 50 * 2**20  # a GPU's L2 for the plan: 52428800 bytes
+H100_MEMORY = 85_017_493_504  # device__attribute_total_memory in the H100 probe
+SMALL_L2 = 256  # tiny_scale (8 KiB at n=1024) is then profiled as benchmarked
+REAL = "ncu_raw_h100_2025.3.1.log"  # real rows: fused_mlp_tail, gpu_coalescing...
 VECTOR_ADD_MODEL = 3 * 2**28 * 4  # vector_add's work() at 2**28 float32
 SOFTMAX_MODEL = 2 * 2**14 * 2**14 * 2  # softmax_row's work() at 16384² float16
 
@@ -101,6 +104,25 @@ def test_rows_that_no_longer_line_up_with_the_calls_are_an_error():
     assert [len(s) for s in dram.split_at_markers(rows)] == [1, 0]
 
 
+def test_the_real_h100_csv_is_read_from_its_270_columns():
+    text = fixture(REAL)  # ncu 2025.3.1.0's raw page, copied from a probe
+    header = next(ln for ln in text.splitlines() if ln.startswith('"ID",'))
+    assert len(next(csv.reader([header]))) == 270
+    kernels = dram.parse_ncu_csv(text)
+    assert [k["id"] for k in kernels] == [str(i) for i in range(15)]
+    copy_ = kernels[10]
+    assert copy_["name"] == "strided_copy_kernel" and copy_["grid"] == "(16384, 1, 1)"
+    assert (copy_["read"], copy_["write"]) == (67_114_240, 44_329_984)
+    assert kernels[5]["name"].startswith("void at::<unnamed>::fused_dropout_kernel")
+    assert (kernels[5]["read"], kernels[5]["write"]) == (268_450_048, 381_153_280)
+    segments = dram.split_at_markers(kernels)
+    # fused_mlp_tail x3, gpu_coalescing x2, gpu_latency_hiding x2; each
+    # "PyTorch eager" copy of the last two launched no kernel (copy engine)
+    assert [len(s) for s in segments] == [1, 3, 2, 1, 0, 1, 0]
+    assert segments[3][0]["name"] == "strided_copy_kernel"
+    assert segments[5][0]["name"] == "persistent_copy_kernel"
+
+
 # -------------------------------------------------------------- verdicts ---
 @pytest.mark.parametrize(
     "model, measured, working_set, verdict",
@@ -134,37 +156,134 @@ def test_the_plan_takes_every_bandwidth_benchmark_at_its_largest_size():
     snippets = D.discover(SNIPPETS, only="vector_add") + D.discover(
         SNIPPETS, only="profiling"
     )
-    plan = dram.build_plan(snippets, H100_L2, REPO_ROOT)
+    plan = dram.build_plan(snippets, H100_L2, H100_MEMORY, REPO_ROOT)
     (vadd,) = [b for b in plan["benchmarks"] if b["name"] == "vector_add"]
     assert vadd["size"] == {"n_elements": 2**28} and vadd["dtype"] == "float32"
-    assert vadd["working_set_bytes"] == VECTOR_ADD_MODEL
+    assert vadd["working_set_bytes"] == VECTOR_ADD_MODEL  # 61 L2s: not scaled
+    assert (vadd["scale_factor"], vadd["capped"]) == (1, False)
+    assert vadd["benchmarked_size"] == vadd["size"]
     assert vadd["contenders"] == ["Triton", "PyTorch eager", "torch.compile"]
     assert vadd["snippet"] == "snippets/vector_add.py"
     # profiling.py: the cold add is profiled, the L2-resident one skipped
     names = [b["name"] for b in plan["benchmarks"]]
     assert "l2_cold_add" in names and "l2_hot_add" not in names
+    (cold,) = [b for b in plan["benchmarks"] if b["name"] == "l2_cold_add"]
+    # 2**25 float32 (403 MB, 7.7 L2s) doubled twice to 1.6 GB
+    assert cold["benchmarked_size"] == {"n_elements": 2**25}
+    assert cold["size"] == {"n_elements": 2**27} and cold["scale_factor"] == 4
+    assert cold["working_set_bytes"] == 3 * 2**27 * 4
     assert "L2-resident by design" in plan["skipped"]["l2_hot_add"]
     # compute benchmarks (the profiling snippet's matmuls) are not planned
     assert all(b["name"].startswith(("vector_add", "l2_")) for b in plan["benchmarks"])
 
 
-def test_the_plan_of_benchmarks_that_fit_in_l2_still_profiles_them():
+def test_the_plan_scales_a_benchmark_that_fits_in_l2_to_many_l2s():
     snippets = D.discover(TINY)
-    plan = dram.build_plan(snippets, H100_L2, REPO_ROOT)
+    plan = dram.build_plan(snippets, H100_L2, H100_MEMORY, REPO_ROOT)
     (tiny,) = plan["benchmarks"]  # tiny_scale_flops is a compute benchmark
-    assert tiny["size"] == {"n": 1024} and tiny["working_set_bytes"] == 8192
+    # 8 bytes per n: from n=1024 (8 KiB) to the first power of two past 20 L2s
+    assert tiny["benchmarked_size"] == {"n": 1024}
+    assert tiny["size"] == {"n": 2**27} and tiny["scale_factor"] == 2**17
+    assert tiny["working_set_bytes"] == 2**30 >= DB.MIN_L2_MULTIPLE * H100_L2
+    assert tiny["scaled_param"] == "n" and not tiny["capped"]
     assert tiny["contenders"] == ["Triton", "PyTorch eager", "Broken", "torch.compile"]
+    assert plan["min_l2_multiple"] == DB.MIN_L2_MULTIPLE
+    assert plan["max_model_bytes"] == H100_MEMORY // 4
+    # a GPU of 4 MiB: the model may take 1 MiB, short of 20 L2s
+    plan = dram.build_plan(snippets, H100_L2, 4 * 2**20, REPO_ROOT)
+    (tiny,) = plan["benchmarks"]
+    assert tiny["size"] == {"n": 2**17} and tiny["working_set_bytes"] == 2**20
+    assert tiny["capped"] and tiny["scale_factor"] == 128
 
 
 def test_the_plan_needs_the_l2_size_and_known_names():
     snippets = D.discover(TINY)
     with pytest.raises(RunnerError, match="L2 size is unknown"):
-        dram.build_plan(snippets, None, REPO_ROOT)
+        dram.build_plan(snippets, None, H100_MEMORY, REPO_ROOT)
+    with pytest.raises(RunnerError, match="memory size is unknown"):
+        dram.build_plan(snippets, H100_L2, None, REPO_ROOT)
     with pytest.raises(RunnerError, match="no benchmark named"):
-        dram.build_plan(snippets, H100_L2, REPO_ROOT, names=["nope"])
-    assert dram.build_plan(snippets, H100_L2, REPO_ROOT, names=["tiny_scale"])[
-        "benchmarks"
-    ]
+        dram.build_plan(snippets, H100_L2, H100_MEMORY, REPO_ROOT, names=["nope"])
+    assert dram.build_plan(
+        snippets, H100_L2, H100_MEMORY, REPO_ROOT, names=["tiny_scale"]
+    )["benchmarks"]
+
+
+def _copy_work(size):  # gpu_coalescing's model in float32: n read + n written
+    return 2 * 4 * size["n_elements"]
+
+
+def test_the_size_doubles_until_the_model_is_many_l2s_within_the_memory_cap():
+    size = {"n_elements": 2**24, "stride": 1}  # 134 MB: 2.6 L2s of an H100
+    scaled = {"n_elements": 2**27, "stride": 1}  # 1074 MB: 20.5 L2s
+    assert DB.scale_size(size, "n_elements", _copy_work, H100_L2, H100_MEMORY) == (
+        scaled,
+        8,
+        False,
+    )
+    assert (
+        _copy_work(scaled)
+        >= DB.MIN_L2_MULTIPLE * H100_L2
+        > _copy_work({"n_elements": 2**26})
+    )
+    # a size already that large is profiled as benchmarked
+    assert DB.scale_size(scaled, "n_elements", _copy_work, H100_L2, H100_MEMORY) == (
+        scaled,
+        1,
+        False,
+    )
+    # 2 GiB of memory: the model may take 512 MiB, reached at 2**26
+    assert DB.scale_size(size, "n_elements", _copy_work, H100_L2, 2 * 2**30) == (
+        {"n_elements": 2**26, "stride": 1},
+        4,
+        True,
+    )
+    with pytest.raises(ValueError, match="does not grow.*'dram_check_scale'"):
+        DB.scale_size(size, "stride", _copy_work, H100_L2, H100_MEMORY)
+    with pytest.raises(ValueError, match="no such count"):
+        DB.scale_size(size, "rows", _copy_work, H100_L2, H100_MEMORY)
+
+
+def test_a_full_l2_of_unflushed_writes_fails_no_planned_benchmark_on_an_h100():
+    # every bandwidth benchmark of the course, at the size the check profiles
+    plan = dram.build_plan(D.discover(SNIPPETS), H100_L2, H100_MEMORY, REPO_ROOT)
+    assert len(plan["benchmarks"]) >= 17
+    for b in plan["benchmarks"]:
+        work = b["working_set_bytes"]
+        assert work >= DB.MIN_L2_MULTIPLE * H100_L2 and not b["capped"], b["name"]
+        # reads exact, one whole L2 of writes never reaching DRAM in the kernel
+        assert DB.judge(work, work - H100_L2, work, H100_L2) == "within", b["name"]
+        p = b["scaled_param"]
+        assert b["size"][p] == b["benchmarked_size"][p] * b["scale_factor"]
+    scaled = {b["name"]: b["scale_factor"] for b in plan["benchmarks"]}
+    # the three the H100 probe failed at their benchmarked sizes
+    assert scaled["gpu_coalescing"] == 8
+    assert scaled["softmax_autograd_fwd"] == scaled["softmax_autograd_bwd"] == 8
+
+
+def _two_param_desc(**extra):
+    """tiny_scale's bandwidth benchmark with a first parameter the model ignores."""
+    desc = dict(D.discover(TINY)[0].benchmarks[0])
+    desc.update(
+        params=["width", "n"],
+        sizes=[{"width": 4, "n": 1024}],
+        work=lambda size, dtype: 8 * size["n"],
+        **extra,
+    )
+    return D.check_description(desc, "tiny_scale.py")
+
+
+def test_a_description_names_the_parameter_to_scale_when_not_the_first():
+    path = TINY / "tiny_scale.py"
+    plain = D.Snippet(path=path, module=None, benchmarks=[_two_param_desc()])
+    with pytest.raises(RunnerError, match="doubling 'width' does not grow"):
+        dram.build_plan([plain], H100_L2, H100_MEMORY, REPO_ROOT)
+    named = _two_param_desc(dram_check_scale="n")
+    snippet = D.Snippet(path=path, module=None, benchmarks=[named])
+    (item,) = dram.build_plan([snippet], H100_L2, H100_MEMORY, REPO_ROOT)["benchmarks"]
+    assert item["scaled_param"] == "n" and item["size"] == {"width": 4, "n": 2**27}
+    with pytest.raises(D.DescriptionError, match="'dram_check_scale' names 'm'"):
+        _two_param_desc(dram_check_scale="m")
 
 
 # ------------------------------------------------- the profiled process ---
@@ -172,7 +291,8 @@ def test_every_contender_runs_untimed_before_one_profiled_call_each(monkeypatch)
     from triton_course.runner import measure
 
     monkeypatch.setattr(measure, "compile_peer", lambda fn: fn)  # no Inductor on CPU
-    plan = dram.build_plan(D.discover(TINY), H100_L2, REPO_ROOT)
+    plan = dram.build_plan(D.discover(TINY), SMALL_L2, H100_MEMORY, REPO_ROOT)
+    assert plan["benchmarks"][0]["size"] == {"n": 1024}  # not scaled: CPU-sized
     events = []
     calls = {"n": 0}
     desc = D.discover(TINY)[0].benchmarks[0]
@@ -215,7 +335,7 @@ def test_every_contender_runs_untimed_before_one_profiled_call_each(monkeypatch)
 
 
 def test_triton_failing_in_the_profiled_process_is_an_error(monkeypatch):
-    plan = dram.build_plan(D.discover(TINY), H100_L2, REPO_ROOT)
+    plan = dram.build_plan(D.discover(TINY), SMALL_L2, H100_MEMORY, REPO_ROOT)
     desc = D.discover(TINY)[0].benchmarks[0]
 
     def broken(*_):
@@ -227,36 +347,54 @@ def test_triton_failing_in_the_profiled_process_is_an_error(monkeypatch):
 
 
 # ---------------------------------------------------------------- record ---
+def _as_benchmarked(item: dict) -> dict:
+    """A plan item profiled at its benchmarked size (no scaling)."""
+    first = next(iter(item["size"]))
+    return {
+        **item,
+        "benchmarked_size": dict(item["size"]),
+        "scaled_param": first,
+        "scale_factor": 1,
+        "capped": False,
+    }
+
+
 def _fixture_plan():
     return {
         "l2_bytes": H100_L2,
+        "min_l2_multiple": DB.MIN_L2_MULTIPLE,
+        "max_model_bytes": H100_MEMORY // 4,
         "skipped": {"l2_hot_add": dram.L2_SKIP_REASON},
         "benchmarks": [
-            {
-                "name": "vector_add",
-                "path": "unused",
-                "snippet": "snippets/vector_add.py",
-                "snippet_sha256": "a" * 64,
-                "size": {"n_elements": 2**28},
-                "dtype": "float32",
-                "working_set_bytes": VECTOR_ADD_MODEL,
-                "contenders": ["Triton", "PyTorch eager", "torch.compile"],
-            },
-            {
-                "name": "softmax_row",
-                "path": "unused",
-                "snippet": "snippets/softmax.py",
-                "snippet_sha256": "b" * 64,
-                "size": {"n_rows": 2**14, "n_cols": 2**14},
-                "dtype": "float16",
-                "working_set_bytes": SOFTMAX_MODEL,
-                "contenders": [
-                    "Triton",
-                    "PyTorch eager",
-                    "PyTorch unfused",
-                    "torch.compile",
-                ],
-            },
+            _as_benchmarked(
+                {
+                    "name": "vector_add",
+                    "path": "unused",
+                    "snippet": "snippets/vector_add.py",
+                    "snippet_sha256": "a" * 64,
+                    "size": {"n_elements": 2**28},
+                    "dtype": "float32",
+                    "working_set_bytes": VECTOR_ADD_MODEL,
+                    "contenders": ["Triton", "PyTorch eager", "torch.compile"],
+                }
+            ),
+            _as_benchmarked(
+                {
+                    "name": "softmax_row",
+                    "path": "unused",
+                    "snippet": "snippets/softmax.py",
+                    "snippet_sha256": "b" * 64,
+                    "size": {"n_rows": 2**14, "n_cols": 2**14},
+                    "dtype": "float16",
+                    "working_set_bytes": SOFTMAX_MODEL,
+                    "contenders": [
+                        "Triton",
+                        "PyTorch eager",
+                        "PyTorch unfused",
+                        "torch.compile",
+                    ],
+                }
+            ),
         ],
     }
 
@@ -313,6 +451,106 @@ def test_more_calls_than_marker_kernels_is_an_error():
         dram.build_record(plan, outputs, segments, "v", "cmd", {"commit": "c"})
 
 
+COALESCING_MODEL = 2 * 2**24 * 4  # gpu_coalescing's work() at 2**24 float32
+
+
+def real_record():
+    """The H100 probe's real rows, at the sizes they were measured at: the
+    benchmarked ones, 2.6 to 10 L2s (a multiple of 2 lets them validate)."""
+    items = [
+        ("fused_mlp_tail", {"tokens": 8192, "out_features": 16384}, "float16",
+         (2 * 8192 * 16384 + 16384) * 2, ["Triton", "PyTorch eager", "torch.compile"]),
+        ("gpu_coalescing", {"n_elements": 2**24, "stride": 1}, "float32",
+         COALESCING_MODEL, ["Triton", "PyTorch eager"]),
+        ("gpu_latency_hiding", {"n_elements": 2**26, "warps_per_sm": 1}, "float32",
+         2 * 2**26 * 4, ["Triton", "PyTorch eager"]),
+    ]  # fmt: skip
+    plan = {
+        "l2_bytes": H100_L2,
+        "min_l2_multiple": 2,
+        "max_model_bytes": H100_MEMORY // 4,
+        "skipped": {},
+        "benchmarks": [
+            _as_benchmarked(
+                {
+                    "name": name,
+                    "path": "unused",
+                    "snippet": "snippets/x.py",
+                    "snippet_sha256": "c" * 64,
+                    "size": size,
+                    "dtype": dtype,
+                    "working_set_bytes": work,
+                    "contenders": contenders,
+                }
+            )
+            for name, size, dtype, work, contenders in items
+        ],
+    }
+    segments = dram.split_at_markers(dram.parse_ncu_csv(fixture(REAL)))
+    return dram.build_record(
+        plan,
+        _fixture_outputs(plan),
+        segments,
+        "2025.3.1.0",
+        "ncu ...",
+        {"commit": "probe"},
+    )
+
+
+def test_real_rows_fail_at_2_6_l2s_from_unflushed_writes_alone():
+    record = real_record()
+    coal = record["benchmarks"]["gpu_coalescing"]
+    tri = coal["contenders"]["Triton"]
+    # the reads are exact; the writes fall short by less than one L2
+    assert abs(tri["dram_read_bytes"] - COALESCING_MODEL / 2) < 1e-3 * COALESCING_MODEL
+    short = COALESCING_MODEL / 2 - tri["dram_write_bytes"]
+    assert 0 < short < H100_L2
+    assert coal["verdict"] == "off"
+    assert DB.model_over_measured(tri) == pytest.approx(1.204, abs=1e-3)
+    # the same shortfall at the size the check now profiles is within 10 %
+    work = _copy_work({"n_elements": 2**27})
+    assert DB.judge(work, work - short, work, H100_L2) == "within"
+    # 10 L2s: within, as probed
+    for name in ("fused_mlp_tail", "gpu_latency_hiding"):
+        assert record["benchmarks"][name]["verdict"] == "within"
+    fused = record["benchmarks"]["fused_mlp_tail"]["contenders"]
+    assert len(fused["PyTorch eager"]["kernels"]) == 3
+    assert len(fused["torch.compile"]["kernels"]) == 2  # the RNG, then the tail
+
+
+def test_a_peer_that_launched_no_kernel_is_said_to_be_a_copy_engine_transfer():
+    record = real_record()
+    eager = record["benchmarks"]["gpu_coalescing"]["contenders"]["PyTorch eager"]
+    assert eager["kernels"] == [] and eager["dram_read_bytes"] == 0
+    lines = dram.table_lines(record)
+    said = [ln for ln in lines if "PyTorch eager" in ln]
+    assert len(said) == 3  # fused_mlp_tail, gpu_coalescing, gpu_latency_hiding
+    copies = [ln for ln in said if DB.NO_KERNEL in ln]
+    assert len(copies) == 2
+    assert not any("model/measured" in ln or "no bytes" in ln for ln in copies)
+    assert DB.NO_KERNEL == (
+        "no kernel launched (a copy-engine transfer, which Nsight Compute does "
+        "not profile)"
+    )
+
+
+def test_the_table_says_where_a_size_was_scaled_and_why():
+    record = fixture_record()
+    b = record["benchmarks"]["vector_add"]
+    b.update(
+        benchmarked_size={"n_elements": 2**26},
+        scale_factor=4,
+    )
+    lines = "\n".join(dram.table_lines(record))
+    assert "n_elements x4 of the largest benchmarked (67108864)" in lines
+    assert f"at least {DB.MIN_L2_MULTIPLE} times the L2" in lines
+    assert "still dirty in L2 when it ends" in lines
+    b.update(capped=True)
+    lines = "\n".join(dram.table_lines(record))
+    assert "capped by memory" in lines
+    assert "unflushed writes may reach 2 % of its model" in lines
+
+
 # -------------------------------------------------------------- validate ---
 def test_a_stored_record_is_validated_with_clear_errors():
     good = fixture_record()
@@ -328,6 +566,38 @@ def test_a_stored_record_is_validated_with_clear_errors():
         (lambda d: d.pop("ncu_version"), "lacks \\['ncu_version'\\]"),
         (lambda d: d.update(tolerance=10), "'tolerance' must be a share"),
         (lambda d: d.update(l2_bytes=None), "'l2_bytes' must be a positive"),
+        (lambda d: d.pop("min_l2_multiple"), "lacks \\['min_l2_multiple'\\]"),
+        (lambda d: d.update(max_model_bytes=0), "'max_model_bytes' must be a pos"),
+        (
+            lambda d: d[vadd[0]][vadd[1]].update(scale_factor=3),
+            "'scale_factor' must be a power of two",
+        ),
+        (
+            lambda d: d[vadd[0]][vadd[1]].update(scaled_param="rows"),
+            "'scaled_param' must name a parameter",
+        ),
+        (
+            lambda d: d[vadd[0]][vadd[1]].update(scale_factor=2),
+            "is not 'benchmarked_size' scaled",
+        ),
+        (lambda d: d[vadd[0]][vadd[1]].update(capped="no"), "'capped' must be"),
+        (
+            lambda d: d[vadd[0]][vadd[1]].update(capped=True),
+            "capped, but its working set already reaches",
+        ),
+        (
+            lambda d: d.update(min_l2_multiple=100),
+            "below 100 L2s, that is neither scaled up nor capped",
+        ),
+        (
+            lambda d: (
+                d[vadd[0]][vadd[1]].update(
+                    benchmarked_size={"n_elements": 2**27}, scale_factor=2
+                )
+                or d.update(max_model_bytes=2**30)
+            ),
+            "scaled past 'max_model_bytes'",
+        ),
         (lambda d: d.update(provenance={}), "'provenance' must be an object"),
         (lambda d: d.update(skipped={"x": ""}), "'skipped' must map"),
         (lambda d: d["skipped"].update(vector_add="why"), "both profiled and skipped"),
@@ -416,6 +686,8 @@ for b in plan["benchmarks"]:
         k = len(order)
         order.append([b["name"], c])
         lines.append(f'"{{2 * k}}","_dram_marker_kernel","({{k + 1}}, 1, 1)","512","0"')
+        if mode == "copy" and c == "PyTorch eager":
+            continue  # a cudaMemcpy: the copy engine runs no kernel
         w = b["working_set_bytes"]
         lines.append(
             f'"{{2 * k + 1}}","kernel_{{k}}","(8, 1, 1)","{{read * w:,.0f}}",'
@@ -440,7 +712,8 @@ def _run(monkeypatch, ncu, shares, mode="", timeout_s=60):
     monkeypatch.setenv("FAKE_SHARES", shares)
     monkeypatch.setenv("FAKE_MODE", mode)
     env = SimpleNamespace(
-        gpu={"l2_bytes": H100_L2}, provenance={"commit": "c0ffee", "gpu": "Fake"}
+        gpu={"l2_bytes": H100_L2, "memory_bytes": H100_MEMORY},
+        provenance={"commit": "c0ffee", "gpu": "Fake"},
     )
     snippets = D.discover(SNIPPETS, only="vector_add") + D.discover(
         SNIPPETS, only="l2_hot_add"
@@ -472,8 +745,20 @@ def test_the_runner_stores_model_and_counters_side_by_side(monkeypatch, fake_ncu
 
 
 def test_a_model_more_than_10_percent_off_fails_the_run(monkeypatch, fake_ncu):
-    with pytest.raises(RunnerError, match=r"byte model of \['vector_add'\]"):
+    with pytest.raises(RunnerError, match=r"byte model of \['vector_add'\]") as info:
         _run(monkeypatch, fake_ncu, "0.5,0.3")  # the model counts 25 % too much
+    # the message names the rule that keeps unflushed writes out of the verdict
+    assert f"at least {DB.MIN_L2_MULTIPLE} times the L2" in str(info.value)
+    assert "still dirty in L2" in str(info.value)
+
+
+def test_a_peer_without_a_kernel_is_stored_and_logged_as_such(monkeypatch, fake_ncu):
+    record, said = _run(monkeypatch, fake_ncu, "0.66,0.33", "copy")
+    eager = record["benchmarks"]["vector_add"]["contenders"]["PyTorch eager"]
+    assert eager["kernels"] == [] and eager["dram_write_bytes"] == 0
+    assert record["benchmarks"]["vector_add"]["verdict"] == "within"
+    (line,) = [s for s in said if "PyTorch eager" in s]
+    assert line.split() == ["PyTorch", "eager", *DB.NO_KERNEL.split()]
 
 
 @pytest.mark.parametrize(
@@ -502,7 +787,10 @@ def test_without_ncu_the_run_says_what_is_missing(monkeypatch):
 
 
 def test_only_l2_resident_benchmarks_need_no_ncu(monkeypatch):
-    env = SimpleNamespace(gpu={"l2_bytes": H100_L2}, provenance={"commit": "c"})
+    env = SimpleNamespace(
+        gpu={"l2_bytes": H100_L2, "memory_bytes": H100_MEMORY},
+        provenance={"commit": "c"},
+    )
     said = []
     snippets = D.discover(SNIPPETS, only="l2_hot_add")
     assert dram.measure_dram_bytes(snippets, env, REPO_ROOT, said.append) is None

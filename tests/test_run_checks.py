@@ -29,11 +29,17 @@ def dram_record(snippet_hash=None) -> dict:
         "command": "ncu --profile-from-start off --cache-control all ...",
         "tolerance": DB.TOLERANCE,
         "l2_bytes": 50 * 2**20,
+        "min_l2_multiple": DB.MIN_L2_MULTIPLE,
+        "max_model_bytes": 20 * 2**30,
         "provenance": {"commit": "c0ffee1234567", "date": "2026-01-02T03:04:05Z"},
         "benchmarks": {
             "vector_add": {
                 "snippet": SNIPPET,
                 "snippet_sha256": snippet_hash or T.sha256_of(REPO_ROOT / SNIPPET),
+                "benchmarked_size": {"n_elements": 2**28},
+                "scaled_param": "n_elements",
+                "scale_factor": 1,
+                "capped": False,
                 "size": {"n_elements": 2**28},
                 "dtype": "float32",
                 "working_set_bytes": MODEL,
@@ -50,6 +56,12 @@ def dram_record(snippet_hash=None) -> dict:
                         "dram_read_bytes": 1_600_000_000,
                         "dram_write_bytes": 1_000_000_000,
                         "kernels": ["triton_poi_fused_add_0", "a|b"],
+                    },
+                    "PyTorch copy": {  # a cudaMemcpy: no kernel to profile
+                        "model_bytes": MODEL,
+                        "dram_read_bytes": 0,
+                        "dram_write_bytes": 0,
+                        "kernels": [],
                     },
                 },
                 "absent": {"CuPy": "ImportError: no cupy"},
@@ -125,6 +137,53 @@ def test_the_model_stands_beside_the_dram_bytes_counted(tmp_path):
     assert "CuPy ImportError: no cupy" in text
     assert "ncu --profile-from-start off --cache-control all" in text
     assert "changed since" not in text and "Not yet measured" not in text
+    # the size rule, and why (writes still dirty in L2 at the kernel's end)
+    assert (
+        f"profiled where its model's bytes are at least {DB.MIN_L2_MULTIPLE} "
+        "times the L2" in text
+    )
+    assert "still dirty in L2 when it ends reach DRAM after it" in text
+    assert "x2" not in text and "capped" not in text  # profiled as benchmarked
+
+
+def test_a_peer_that_launched_no_kernel_is_named_a_copy_engine_transfer(tmp_path):
+    doc = with_dram(fixture_doc(), dram_record())
+    code, html, err = build(tmp_path, {f"{SLUG}.json": doc}, "[[dram_bytes]]\n")
+    assert code == 0, err
+    text = text_of(html)
+    assert (
+        "PyTorch copy 0 no kernel launched (a copy-engine transfer, which Nsight "
+        "Compute does not profile) —" in text
+    )
+    assert "nothing counted" not in text
+
+
+def test_a_scaled_size_shows_the_size_benchmarked_and_a_capped_one_says_so(
+    tmp_path,
+):
+    record = dram_record()
+    bench = record["benchmarks"]["vector_add"]
+    bench.update(benchmarked_size={"n_elements": 2**26}, scale_factor=4)
+    DB.validate(record, "fixture")
+    doc = with_dram(fixture_doc(), record)
+    code, html, err = build(tmp_path, {f"{SLUG}.json": doc}, "[[dram_bytes]]\n")
+    assert code == 0, err
+    assert (
+        "vector_add n_elements 2 28 (n_elements ×4 of the largest benchmarked, "
+        "n_elements 2 26 ) float32 3 221.2" in text_of(html)
+    )
+    record["min_l2_multiple"] = 1000  # 3.2 GB is then short of the floor
+    bench["capped"] = True
+    DB.validate(record, "fixture")
+    doc = with_dram(fixture_doc(), record)
+    code, html, err = build(tmp_path, {f"{SLUG}.json": doc}, "[[dram_bytes]]\n")
+    assert code == 0, err
+    text = text_of(html)
+    assert "(capped by the GPU's memory)" in text
+    assert (
+        "vector_add : capped by the GPU's memory at 3221.2 MB: unflushed writes "
+        "may reach 2 % of its model." in text
+    )
 
 
 def test_a_gpu_without_the_check_says_so_beside_one_with_it(tmp_path):

@@ -41,7 +41,9 @@ REQUIRED_KEYS = (
     "triton",
     "peers",
 )
-OPTIONAL_KEYS = ("compile", "report", "plot", "ceiling")
+OPTIONAL_KEYS = ("compile", "report", "plot", "ceiling", "dram_check_scale")
+# "dram_check_scale": the parameter the byte-model check doubles to reach a
+# working set of many L2s (triton_course/dram_bytes.py); the first by default.
 METRICS = ("bandwidth", "compute")
 # The ceiling a benchmark's rate is a share of: DRAM copy bandwidth or the
 # tensor-core rate (its metric's, the default), or the L2 cache's bandwidth
@@ -220,6 +222,11 @@ def check_description(desc: object, where: str) -> dict:
         fail("'report' must be callable")
     if "plot" in desc and not isinstance(desc["plot"], bool):
         fail("'plot' must be True or False")
+    if "dram_check_scale" in desc and desc["dram_check_scale"] not in params:
+        fail(
+            f"'dram_check_scale' names {desc['dram_check_scale']!r}, which is not "
+            f"one of 'params' {params}"
+        )
     return desc
 
 

@@ -1,8 +1,11 @@
 """The byte-model check: Nsight Compute's DRAM counters beside each model's bytes.
 
 One ncu process profiles every bandwidth benchmark (importing torch and
-compiling cost seconds per process). The runner (``measure_dram_bytes``)
-writes a plan, then runs
+compiling cost seconds per process), each at one size: its largest working
+set, scaled up to at least ``dram_bytes.MIN_L2_MULTIPLE`` L2s (writes still
+dirty in L2 when a kernel ends reach DRAM after it, unseen by its counters;
+``dram_bytes.scale_size``). The runner (``measure_dram_bytes``) writes a
+plan, then runs
 
     ncu --profile-from-start off --cache-control all ... --csv --page raw \\
         python -m triton_course.runner.dram --target PLAN --outputs OUT
@@ -83,13 +86,18 @@ def _rel(path: Path, repo_root: Path) -> str:
         return str(path)
 
 
-def build_plan(snippets: list, l2_bytes, repo_root: Path, names=None) -> dict:
+def build_plan(
+    snippets: list, l2_bytes, memory_bytes, repo_root: Path, names=None
+) -> dict:
     """Which benchmarks to profile, at which size, with which contenders.
 
     Every ``"metric": "bandwidth"`` description, at its first dtype and the
-    size with the largest working set (``dram_bytes.pick_size``); those with
-    ``"ceiling": "l2"`` are skipped, with why. ``names`` keeps only those
-    benchmarks (an unknown name is an error).
+    size with the largest working set (``dram_bytes.pick_size``), its first
+    parameter (or the description's ``"dram_check_scale"``) doubled until
+    the model's bytes reach ``MIN_L2_MULTIPLE`` L2s, within
+    ``MAX_MEMORY_SHARE`` of ``memory_bytes`` (``dram_bytes.scale_size``);
+    those with ``"ceiling": "l2"`` are skipped, with why. ``names`` keeps only
+    those benchmarks (an unknown name is an error).
     """
     import torch
 
@@ -98,7 +106,18 @@ def build_plan(snippets: list, l2_bytes, repo_root: Path, names=None) -> dict:
             f"the GPU's L2 size is unknown ({l2_bytes!r}): the byte-model check "
             "cannot tell which working sets exceed it"
         )
-    plan = {"l2_bytes": l2_bytes, "benchmarks": [], "skipped": {}}
+    if not isinstance(memory_bytes, int) or memory_bytes <= 0:
+        raise RunnerError(
+            f"the GPU's memory size is unknown ({memory_bytes!r}): the byte-model "
+            "check cannot bound the size it scales a benchmark to"
+        )
+    plan = {
+        "l2_bytes": l2_bytes,
+        "min_l2_multiple": DB.MIN_L2_MULTIPLE,
+        "max_model_bytes": int(DB.MAX_MEMORY_SHARE * memory_bytes),
+        "benchmarks": [],
+        "skipped": {},
+    }
     seen = set()
     for s in snippets:
         for desc in s.benchmarks:
@@ -109,14 +128,23 @@ def build_plan(snippets: list, l2_bytes, repo_root: Path, names=None) -> dict:
             if D.ceiling_of(desc) == "l2":
                 plan["skipped"][name] = L2_SKIP_REASON
                 continue
-            dtype = desc["dtypes"][0]
+            dtype = getattr(torch, desc["dtypes"][0])
+            param = desc.get(DB.SCALE_KEY, desc["params"][0])
             try:
-                works = [
-                    desc["work"](size, getattr(torch, dtype)) for size in desc["sizes"]
-                ]
+                works = [desc["work"](size, dtype) for size in desc["sizes"]]
+                pick, _ = DB.pick_size(works, l2_bytes)
+                size, factor, capped = DB.scale_size(
+                    desc["sizes"][pick],
+                    param,
+                    lambda size, work=desc["work"], dt=dtype: work(size, dt),
+                    l2_bytes,
+                    memory_bytes,
+                )
+                work = desc["work"](size, dtype)
+            except ValueError as exc:
+                raise RunnerError(f"{name}: {exc}") from exc
             except Exception as exc:
                 raise RunnerError(f"{name}: work() failed: {exc!r}") from exc
-            pick, _ = DB.pick_size(works, l2_bytes)
             contenders = ["Triton", *desc["peers"]]
             if "compile" in desc:
                 contenders.append("torch.compile")
@@ -126,9 +154,13 @@ def build_plan(snippets: list, l2_bytes, repo_root: Path, names=None) -> dict:
                     "path": str(Path(s.path).resolve()),
                     "snippet": _rel(s.path, repo_root),
                     "snippet_sha256": T.sha256_of(s.path),
-                    "size": dict(desc["sizes"][pick]),
-                    "dtype": dtype,
-                    "working_set_bytes": works[pick],
+                    "benchmarked_size": dict(desc["sizes"][pick]),
+                    "scaled_param": param,
+                    "scale_factor": factor,
+                    "capped": capped,
+                    "size": size,
+                    "dtype": desc["dtypes"][0],
+                    "working_set_bytes": work,
                     "contenders": contenders,
                 }
             )
@@ -348,6 +380,10 @@ def build_record(plan, outputs, segments, ncu_version, command, provenance) -> d
             for key in (
                 "snippet",
                 "snippet_sha256",
+                "benchmarked_size",
+                "scaled_param",
+                "scale_factor",
+                "capped",
                 "size",
                 "dtype",
                 "working_set_bytes",
@@ -365,6 +401,8 @@ def build_record(plan, outputs, segments, ncu_version, command, provenance) -> d
         "command": command,
         "tolerance": DB.TOLERANCE,
         "l2_bytes": plan["l2_bytes"],
+        "min_l2_multiple": plan["min_l2_multiple"],
+        "max_model_bytes": plan["max_model_bytes"],
         "provenance": dict(provenance),
         "benchmarks": benches,
         "skipped": dict(plan["skipped"]),
@@ -373,20 +411,39 @@ def build_record(plan, outputs, segments, ncu_version, command, provenance) -> d
     return record
 
 
+def scaling_text(bench: dict) -> str:
+    """How the size profiled came from the benchmarked one ('' if it did not)."""
+    if bench["scale_factor"] == 1 and not bench["capped"]:
+        return ""
+    text = (
+        f"{bench['scaled_param']} x{bench['scale_factor']} of the largest "
+        f"benchmarked ({bench['benchmarked_size'][bench['scaled_param']]})"
+    )
+    return text + (", capped by memory" if bench["capped"] else "")
+
+
 def table_lines(record: dict) -> list[str]:
     """The log's table: per benchmark and contender, model and counters in MB."""
     mb = 1e6
     lines = [
         f"DRAM bytes (Nsight Compute {record['ncu_version']}) against each "
-        f"model, one call each, L2 {record['l2_bytes'] / mb:.1f} MB:"
+        f"model, one call each, L2 {record['l2_bytes'] / mb:.1f} MB. "
+        f"{DB.residue_rule(record['min_l2_multiple'])}:"
     ]
     for name, b in record["benchmarks"].items():
         size = " ".join(f"{k}={v}" for k, v in b["size"].items())
+        scaled = scaling_text(b)
         lines.append(
-            f"  {name} ({size}, {b['dtype']}): model {b['working_set_bytes'] / mb:.1f} "
-            f"MB; Triton {DB.VERDICTS[b['verdict']]}"
+            f"  {name} ({size}{'; ' + scaled if scaled else ''}, {b['dtype']}): "
+            f"model {b['working_set_bytes'] / mb:.1f} MB; Triton "
+            f"{DB.VERDICTS[b['verdict']]}"
         )
+        if b["capped"]:
+            lines.append(f"    {DB.capped_note(b, record['l2_bytes'])}")
         for who, c in b["contenders"].items():
+            if not c["kernels"]:
+                lines.append(f"    {who:<24} {DB.NO_KERNEL}")
+                continue
             ratio = DB.model_over_measured(c)
             shown = f"{ratio:.3f}" if ratio is not None else "no bytes"
             lines.append(
@@ -466,7 +523,9 @@ def measure_dram_bytes(
     off its DRAM bytes where the working set exceeds L2 (the table is
     logged first). ``keep_log(text)`` receives ncu's raw output."""
     repo_root = Path(repo_root)
-    plan = build_plan(snippets, env.gpu.get("l2_bytes"), repo_root, names)
+    plan = build_plan(
+        snippets, env.gpu.get("l2_bytes"), env.gpu.get("memory_bytes"), repo_root, names
+    )
     for name, why in plan["skipped"].items():
         say(f"DRAM bytes: {name} skipped: {why}")
     if not plan["benchmarks"]:
@@ -530,7 +589,9 @@ def measure_dram_bytes(
         raise RunnerError(
             f"the byte model of {off} is more than {100 * DB.TOLERANCE:.0f} % off "
             "the DRAM bytes Nsight Compute counted for Triton's call, with a "
-            "working set larger than L2: fix the snippet's work() (or its kernel)"
+            "working set larger than L2: fix the snippet's work() (or its "
+            f"kernel). {DB.residue_rule(record['min_l2_multiple'])}; the "
+            "reads and writes are in the table above"
         )
     return record
 
