@@ -270,6 +270,8 @@ def test_no_page_names_a_gpu_without_published_data():
 
 
 def test_how_numbers_are_made_states_the_runners_own_constants():
+    # the hook needs mkdocs, which the GPU image lacks: CPU CI checks this
+    pytest.importorskip("mkdocs")
     import importlib.util
 
     from triton_course import dram_bytes, timings
