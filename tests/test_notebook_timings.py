@@ -53,21 +53,6 @@ TAIL = re.compile(
 )
 SKIPPED = re.compile(r"^timing: [^\n]*skipped", re.M)
 
-# The notebooks committed before the timing cells ran alone: their timing
-# cells have no output yet (or one timed under load). Remove an entry when a
-# whole H100 run has stored that notebook anew.
-TIMED_UNDER_LOAD = {
-    "custom_kernels",
-    "flash_attention",
-    "gpu_architecture",
-    "gpu_profiling",
-    "layernorm_linear",
-    "online_softmax",
-    "softmax",
-    "tiled_gemm",
-    "vector_addition",
-}
-
 
 def _text(cell: dict) -> str:
     return "".join(
@@ -167,25 +152,7 @@ def _runs(data_dir: Path) -> dict:
 
 
 # ------------------------------------------------------ the stored notebooks ---
-@pytest.mark.parametrize(
-    "path",
-    [
-        pytest.param(
-            p,
-            marks=[
-                pytest.mark.xfail(
-                    strict=True,
-                    reason="the committed notebooks were timed under load; "
-                    "refreshed by the next whole H100 run, #33",
-                )
-            ]
-            if p.stem in TIMED_UNDER_LOAD
-            else [],
-        )
-        for p in NOTEBOOKS
-    ],
-    ids=lambda p: p.stem,
-)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_stored_timings_agree_with_the_runs_own_data(path):
     doc = json.loads(path.read_text(encoding="utf-8"))
     kind, problems = check_notebook(path.stem, doc, _runs(DATA_DIR))

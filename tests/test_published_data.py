@@ -19,11 +19,6 @@ from triton_course.runner.publish import plot_slug
 DATA = sorted((REPO_ROOT / "data" / "timings").glob("*.json"))
 PLOTS = sorted((REPO_ROOT / "docs" / "assets" / "plots").glob("*.svg"))
 
-# Strict: it fails as soon as the data is current again; then remove it.
-STALE_UNTIL_THE_NEXT_RUN = pytest.mark.xfail(
-    strict=True, reason="refreshed by the next whole H100 run, #33"
-)
-
 
 def test_the_site_publishes_at_least_one_gpu():
     assert DATA, "data/timings/ holds no GPU's data: the site would show none"
@@ -58,19 +53,29 @@ def test_every_plot_belongs_to_a_published_gpu_and_benchmark():
 
 
 @pytest.mark.parametrize("path", DATA, ids=[p.stem for p in DATA])
-def test_no_published_rate_is_above_its_ceiling(path):
+def test_every_rate_above_a_ceiling_is_flagged_and_says_why(path):
+    # A roofline is the probe measured in the run; a rate above the vendor's
+    # spec-sheet peak, or more than ABOVE_PROBE_TOLERANCE above the probe, is
+    # a finding about the work model, the cache or the probe: the data must
+    # carry it (the pages mark it with a note saying why), never hide it.
     doc = T.load_file(path)
-    above = [
-        (name, row["size"], row["dtype"], peer, res["rate"], bench["roofline"]["value"])
-        for name, bench in doc.benchmarks.items()
-        for row in bench["rows"]
-        for peer, res in row["results"].items()
-        if res["rate"] > bench["roofline"]["value"] * (1 + 1e-9)
-    ]
-    assert not above, above
+    unflagged, wrong = [], []
+    for name, bench in doc.benchmarks.items():
+        assert bench["roofline"].get("vendor_peak") is not None or (
+            bench["roofline"].get("ceiling") == "l2"
+        ), f"{name}: no vendor peak stored beside the probe"
+        for row in bench["rows"]:
+            for peer, res in row["results"].items():
+                flag = T.above_ceiling(res["rate"], bench, row, doc.gpu)
+                where = (name, row["size"], row["dtype"], peer, res["rate"])
+                if flag and "above_ceiling" not in res:
+                    unflagged.append(where)
+                elif res.get("above_ceiling") and not flag:
+                    wrong.append(where)
+    assert not unflagged, f"rates above a ceiling without a flag: {unflagged}"
+    assert not wrong, f"flags on rates under every ceiling: {wrong}"
 
 
-@STALE_UNTIL_THE_NEXT_RUN
 def test_nothing_published_is_stale_or_missing():
     done = subprocess.run(
         [sys.executable, "-m", "triton_course.runner", "stale"],
