@@ -5,6 +5,8 @@ computes it: row-major order on the left, grouped order (GROUP_M = 3) on the
 right. The first nine programs (one "wave" on a GPU with nine SMs) are shaded,
 and the rows of A and columns of B they read are marked beside each grid.
 Colours use currentColor, so the figure follows the site's light/dark theme.
+Two drawings: the panels side by side for the page's column, and one above
+the other for a phone (grouped-ordering-narrow.svg).
 
     python scripts/make_grouped_ordering_svg.py
 """
@@ -18,6 +20,7 @@ OUT = (
     / "figures"
     / "grouped-ordering.svg"
 )
+NARROW = OUT.with_name("grouped-ordering-narrow.svg")
 TILES, GROUP_M, WAVE, CELL = 6, 3, 9, 30
 
 
@@ -86,16 +89,18 @@ def panel(x0, y0, order, title):
     return out
 
 
-def main():
-    body = panel(10, 10, row_major, "Row-major order (GROUP_M = 1)")
-    body += panel(340, 10, grouped, f"Grouped order (GROUP_M = {GROUP_M})")
-    svg = [
-        '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 660 330" width="660" '
-        'height="330" role="img" aria-labelledby="t d" font-family="sans-serif" '
-        'font-size="12" fill="currentColor" stroke="currentColor">',
-        '<title id="t">Row-major versus grouped program order for a tiled '
+def svg_document(body, width, height, suffix=""):
+    """The figure's SVG: ``suffix`` keeps the ids of its title and description
+    unique when both drawings are on one page."""
+    t, d = "t" + suffix, "d" + suffix
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-labelledby="{t} {d}" '
+        'font-family="sans-serif" font-size="12" fill="currentColor" '
+        'stroke="currentColor">',
+        f'<title id="{t}">Row-major versus grouped program order for a tiled '
         "matrix product</title>",
-        '<desc id="d">Two 6 by 6 grids of output tiles, each labelled with the '
+        f'<desc id="{d}">Two 6 by 6 grids of output tiles, each labelled with the '
         "program id that computes it. The first nine programs are shaded. In "
         "row-major order they cover one and a half tile rows and read 2 rows of "
         "A and all 6 columns of B. In grouped order, with groups of 3 tile rows, "
@@ -103,9 +108,23 @@ def main():
         *body,
         "</svg>",
     ]
+
+
+def main():
+    left = ("Row-major order (GROUP_M = 1)", row_major)
+    right = (f"Grouped order (GROUP_M = {GROUP_M})", grouped)
+    # For the page's column: the two orders side by side.
+    wide = panel(10, 10, left[1], left[0]) + panel(340, 10, right[1], right[0])
+    # For a phone: one above the other, drawn at about 1:1 in a 358 px
+    # column, so the 11-unit labels stay 11 px (side by side they were 6 px).
+    narrow = panel(10, 10, left[1], left[0]) + panel(10, 310, right[1], right[0])
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text("\n".join(svg) + "\n", encoding="utf-8")
-    print(f"wrote {OUT}")
+    for path, lines in (
+        (OUT, svg_document(wide, 660, 330)),
+        (NARROW, svg_document(narrow, 270, 605, suffix="n")),
+    ):
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":

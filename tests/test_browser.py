@@ -396,7 +396,8 @@ def test_download_button_and_figures_pass_wcag_aa_in_both_schemes(page, scheme):
     background = page.evaluate(_BACKGROUND_JS, button.element_handle())
     ratio = _contrast(color, background)
     assert ratio >= 4.5, f"'Download the notebook' {ratio:.2f}:1 in {scheme}"
-    figures = page.locator("img[src*='assets/figures/']")
+    # the drawing for this width (a phone gets a narrower one)
+    figures = page.locator("img[src*='assets/figures/']:visible")
     assert figures.count() >= 1
     for i in range(figures.count()):
         figure = figures.nth(i)
@@ -530,3 +531,223 @@ def test_the_404_page_is_styled_and_its_links_work_served_at_the_root(
     finally:
         context.close()
         httpd.shutdown()
+
+
+# --------------------------------------------- every device, every reader (#34) ---
+PHONE = {"width": 390, "height": 844}
+SMALLEST_TEXT_PX = 9
+
+
+def _pages(site, *markers):
+    """The site's pages whose HTML holds any of ``markers``, as URLs."""
+    return sorted(
+        html.parent.relative_to(site).as_posix() + "/"
+        for html in site.rglob("index.html")
+        if any(m in html.read_text(encoding="utf-8") for m in markers)
+    )
+
+
+def _wait_for_maths(page):
+    page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+
+
+# Every visible formula and figure on the page: its size on screen, the size
+# of its smallest text, and the text that leaves its drawing. A figure shown
+# as <img> is fetched and drawn inline, off screen, at the image's size, so
+# its text can be measured; text size is the font size times the drawing's
+# scale (rendered width / viewBox width).
+_READABLE_JS = """async () => {
+  const visible = e => e.getClientRects().length > 0;
+  const formulas = [...document.querySelectorAll('.md-content mjx-container')]
+    .filter(visible).map(c => {
+      const svg = c.querySelector('svg');
+      const r = svg.getBoundingClientRect();
+      const scale = r.width / svg.width.baseVal.value;
+      return {what: c.getAttribute('display') ? 'display' : 'inline',
+              tex: (c.nextElementSibling || c).textContent.slice(0, 60),
+              width: r.width, height: r.height,
+              text_px: parseFloat(getComputedStyle(c).fontSize) * scale};
+    });
+  const measure = (svg, name) => {
+    const vb = svg.viewBox.baseVal;
+    const scale = svg.getBoundingClientRect().width / vb.width;
+    let smallest = Infinity; const outside = [];
+    for (const t of svg.querySelectorAll('text')) {
+      if (!t.textContent.trim() || !t.getClientRects().length) continue;
+      smallest = Math.min(smallest,
+                          parseFloat(getComputedStyle(t).fontSize) * scale);
+      // the text's box in the drawing's units (transforms of its groups
+      // included), against the viewBox
+      const b = t.getBoundingClientRect(), o = svg.getBoundingClientRect();
+      const x0 = vb.x + (b.left - o.left) / scale;
+      const x1 = vb.x + (b.right - o.left) / scale;
+      const y0 = vb.y + (b.top - o.top) / scale;
+      const y1 = vb.y + (b.bottom - o.top) / scale;
+      if (x0 < vb.x - 1 || y0 < vb.y - 1 || x1 > vb.x + vb.width + 1 ||
+          y1 > vb.y + vb.height + 1) outside.push(t.textContent);
+    }
+    return {name, smallest, outside,
+            width: svg.getBoundingClientRect().width,
+            box: svg.parentElement.clientWidth};
+  };
+  const figures = [];
+  for (const svg of document.querySelectorAll('.md-content svg')) {
+    if (svg.closest('mjx-container') || !visible(svg) ||
+        !svg.querySelector('text')) continue;
+    figures.push(measure(svg, svg.querySelector('title')?.textContent || 'svg'));
+  }
+  for (const img of document.querySelectorAll(
+      '.md-content img[src*="assets/figures/"]')) {
+    if (!visible(img)) continue;
+    const text = await (await fetch(img.currentSrc)).text();
+    const holder = document.createElement('div');
+    holder.style.cssText = 'position:absolute;left:-10000px;top:0;width:' +
+      img.getBoundingClientRect().width + 'px';
+    holder.innerHTML = text;
+    document.body.appendChild(holder);
+    const svg = holder.querySelector('svg');
+    svg.style.width = '100%'; svg.style.height = 'auto';
+    const m = measure(svg, img.getAttribute('src'));
+    m.width = img.getBoundingClientRect().width;
+    m.box = img.parentElement.clientWidth;
+    holder.remove();
+    figures.push(m);
+  }
+  return {formulas, figures,
+          page_width: document.documentElement.scrollWidth};
+}"""
+
+
+def test_on_a_phone_formulas_and_figures_are_readable(page, built_site):
+    # Material sizes a display formula to its content below 45em; MathJax's
+    # SVG once collapsed to 1 x 1 px there. Figures drawn for the column
+    # were scaled to half on a phone: 5 px labels.
+    pages = _pages(built_site[0], 'class="arithmatex"', "assets/figures/", "<svg")
+    page.set_viewport_size(PHONE)
+    seen = {"display": 0, "figure": 0}
+    problems = []
+    for url in pages:
+        page.goto(url)
+        _wait_for_maths(page)
+        found = page.evaluate(_READABLE_JS)
+        for f in found["formulas"]:
+            seen["display"] += f["what"] == "display"
+            if f["what"] == "display" and min(f["width"], f["height"]) <= 9:
+                problems.append(
+                    f"{url}: formula drawn {f['width']:.0f} x "
+                    f"{f['height']:.0f} px: {f['tex']!r}"
+                )
+            if f["text_px"] < SMALLEST_TEXT_PX:
+                problems.append(
+                    f"{url}: formula text {f['text_px']:.1f} px: {f['tex']!r}"
+                )
+        for f in found["figures"]:
+            seen["figure"] += 1
+            if f["smallest"] < SMALLEST_TEXT_PX:
+                problems.append(f"{url}: {f['name']}: text {f['smallest']:.1f} px")
+            if f["outside"]:
+                problems.append(
+                    f"{url}: {f['name']}: text leaves the drawing: {f['outside'][:3]}"
+                )
+            if f["width"] > f["box"] + 1:
+                problems.append(f"{url}: {f['name']} is wider than its column")
+        if found["page_width"] > PHONE["width"]:
+            problems.append(f"{url} scrolls sideways ({found['page_width']} px)")
+    assert seen["display"] >= 20 and seen["figure"] >= 10, seen
+    assert not problems, "\n".join(problems[:30])
+    assert page.console_errors == []
+
+
+def test_formulas_are_not_tab_stops(page):
+    # every formula was a Tab stop (lesson 02: 174 of its 1 024); its menu
+    # still opens on right-click and screen readers read its hidden MathML
+    page.goto("gpu-architecture/02-flash-attention-mixed-precision/")
+    _wait_for_maths(page)
+    found = page.evaluate(
+        """() => [...document.querySelectorAll('mjx-container')]
+          .map(c => c.tabIndex)"""
+    )
+    assert len(found) >= 20, len(found)
+    assert max(found) < 0, f"{sum(t >= 0 for t in found)} formulas are Tab stops"
+
+
+AXE = os.path.join(os.path.dirname(__file__), "vendor", "axe-core", "axe.min.js")
+# Only what a reader's scheme changes is checked again in the other scheme.
+AXE_COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+
+# Before axe runs, thin out what it would check thousands of times over with
+# one outcome, so a page takes seconds, not tens of seconds. Of the spans of
+# highlighted code, the first of each colour class per kind of code block
+# stays (its colour and background depend on nothing else); a block that
+# scrolled sideways is kept as wide, so it still scrolls. Drawings that are
+# one image to a reader (role=img: MathJax's, the plots, the figures) keep
+# their name and lose their paths.
+_AXE_TRIM_JS = """() => {
+  const scrolling = [...document.querySelectorAll(
+      'pre, pre > code, .highlight-ipynb, .jp-OutputArea-output')]
+    .filter(e => e.scrollWidth > e.clientWidth + 1)
+    .map(e => [e, e.scrollWidth]);
+  const seen = new Set();
+  for (const span of document.querySelectorAll('pre span[class]')) {
+    if (span.querySelector('span[class]')) continue;
+    const block = span.closest('.jp-Cell, .highlight, pre');
+    const key = block.className + '|' + span.className;
+    if (seen.has(key)) span.remove(); else seen.add(key);
+  }
+  for (const [e, width] of scrolling) {
+    if (e.scrollWidth > e.clientWidth + 1) continue;
+    const spacer = document.createElement('span');
+    spacer.style.cssText = `display:block;height:1px;width:${width}px`;
+    e.appendChild(spacer);
+  }
+  for (const svg of document.querySelectorAll(
+      'mjx-container > svg, svg[role="img"]'))
+    for (const child of [...svg.children])
+      if (!['title', 'desc'].includes(child.tagName)) child.remove();
+  // a scheme switched below must not be caught mid-transition
+  const style = document.createElement('style');
+  style.textContent = '*, *::before, *::after { transition: none !important }';
+  document.head.appendChild(style);
+}"""
+
+_AXE_RUN_JS = """async rules => {
+  const options = {resultTypes: ['violations']};
+  if (rules) options.runOnly = rules;
+  const result = await axe.run(document, options);
+  return result.violations
+    .filter(v => ['serious', 'critical'].includes(v.impact))
+    .map(v => ({rule: v.id, impact: v.impact, nodes: v.nodes.length,
+                first: v.nodes[0].target.join(' '),
+                why: v.nodes[0].failureSummary.slice(0, 200)}));
+}"""
+
+
+def test_axe_finds_no_serious_violation_on_any_page_in_either_scheme(page, built_site):
+    with open(AXE, encoding="utf-8") as f:
+        axe = f.read()
+    site = built_site[0]
+    urls = sorted(
+        ("" if html.parent == site else html.parent.relative_to(site).as_posix() + "/")
+        for html in site.rglob("index.html")
+    )
+    assert len(urls) >= 20, urls
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.emulate_media(color_scheme="light")
+    found = []
+    for url in urls:
+        page.goto(url)
+        _wait_for_maths(page)
+        scheme = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
+        assert scheme == "default", (url, scheme)
+        page.evaluate(_AXE_TRIM_JS)
+        page.add_script_tag(content=axe)
+        found += [(url, "default", v) for v in page.evaluate(_AXE_RUN_JS, None)]
+        page.evaluate("document.body.setAttribute('data-md-color-scheme', 'slate')")
+        found += [
+            (url, "slate", v) for v in page.evaluate(_AXE_RUN_JS, AXE_COLOUR_RULES)
+        ]
+    assert not found, "\n".join(
+        f"{url or '/'} [{scheme}] {v['impact']} {v['rule']} x{v['nodes']}: "
+        f"{v['first']}: {v['why']}"
+        for url, scheme, v in found[:30]
+    )

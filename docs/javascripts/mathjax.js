@@ -9,6 +9,10 @@ window.MathJax = {
   options: {
     ignoreHtmlClass: ".*|",
     processHtmlClass: "arithmatex",
+    // A formula is not a control: out of the Tab order (lesson 02 had 174
+    // Tab stops that were formulas). Its menu still opens on right-click,
+    // and screen readers still read its hidden MathML.
+    menuOptions: { settings: { inTabOrder: false } },
   },
 };
 
