@@ -306,14 +306,15 @@ def render_table(bench: dict, gpu: dict) -> str:
     rounds = bench["timing"]["rounds"]
     method = (
         f"GPU time: the median of {rounds} interleaved rounds, each the "
-        "median of several calls that start with a cold L2 and have "
-        "Python's launch path hidden; ± is half the interquartile range "
+        "median of several calls that start with a cold L2, each behind a "
+        "GPU sleep meant to keep Python's launch path out of it (`launch_hidden` "
+        "in the data file says whether it did); ± is half the interquartile range "
         "over the rounds (for a ratio, of the round-by-round ratios, at "
         f"least ±{100 * T.MIN_REL_HALF_WIDTH:.0f} %)."
     )
     if launch_bound:
         method += (
-            f" ◆ launch-bound: a call from Python takes over {LAUNCH_BOUND}× "
+            f" ◆ launch-bound: Triton's call from Python takes over {LAUNCH_BOUND}× "
             "its GPU time (the data file has that wall time)."
         )
     method += _clock_note(bench)

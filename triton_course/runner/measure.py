@@ -383,8 +383,10 @@ class NvmlReader:
 
 
 def settle_clocks(nvml: NvmlReader) -> dict:
-    """Run a large bf16 matmul until the SM clock holds still (the sustained
-    clock under load), at most SETTLE_MAX_S seconds."""
+    """Run a large bf16 matmul until SETTLE_WINDOW SM-clock samples agree
+    within SETTLE_TOLERANCE (at least SETTLE_MIN_S, at most SETTLE_MAX_S
+    seconds), so timing does not start from an idle GPU. The clock afterwards
+    still follows each load's power draw."""
     import torch
 
     a = torch.randn(MATMUL_N, MATMUL_N, dtype=torch.bfloat16, device="cuda")
