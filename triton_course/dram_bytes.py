@@ -81,7 +81,9 @@ VERDICTS = {
     "fits_l2": "not judged: the working set fits in L2",
 }
 _CONTENDER_KEYS = ("model_bytes", "dram_read_bytes", "dram_write_bytes", "kernels")
-_BENCH_KEYS = (
+# What the plan fixes for a benchmark; the record adds the verdict and what
+# each contender moved.
+PLAN_KEYS = (
     "snippet",
     "snippet_sha256",
     "benchmarked_size",
@@ -91,9 +93,8 @@ _BENCH_KEYS = (
     "size",
     "dtype",
     "working_set_bytes",
-    "verdict",
-    "contenders",
 )
+_BENCH_KEYS = PLAN_KEYS + ("verdict", "contenders")
 _TOP_KEYS = (
     "ncu_version",
     "command",

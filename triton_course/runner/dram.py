@@ -375,20 +375,7 @@ def build_record(plan, outputs, segments, ncu_version, command, provenance) -> d
         if "Triton" not in contenders:
             raise RunnerError(f"{name}: Triton's call was not profiled")
         tri = contenders["Triton"]
-        bench = {
-            key: item[key]
-            for key in (
-                "snippet",
-                "snippet_sha256",
-                "benchmarked_size",
-                "scaled_param",
-                "scale_factor",
-                "capped",
-                "size",
-                "dtype",
-                "working_set_bytes",
-            )
-        }
+        bench = {key: item[key] for key in DB.PLAN_KEYS}
         bench["verdict"] = DB.judge(
             work, DB.measured_bytes(tri), work, plan["l2_bytes"]
         )
