@@ -509,7 +509,10 @@ def against_ceiling(left_out: list, bench_map: dict, gpu: dict | None = None) ->
         + " and ".join(parts)
         + ". Each is shown here at its largest size against the one ceiling "
         "its own table measures it by, as measured on this GPU in this run.</p>",
-        '<div class="course-ceiling"><table class="course-ceiling-table">'
+        # tabindex: a box that scrolls must be reachable from the keyboard
+        '<div class="course-ceiling" tabindex="0" role="region" '
+        'aria-label="Kernels against their own ceiling">'
+        '<table class="course-ceiling-table">'
         # the bar next to the name: on a phone the last columns scroll away
         "<thead><tr><th>Kernel</th><th>Triton's rate, % of the ceiling</th>"
         "<th>ceiling</th><th>data records</th></tr></thead><tbody>",

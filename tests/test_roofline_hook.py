@@ -110,7 +110,7 @@ def test_render_draws_roof_ridge_and_every_point(gpus):
     assert re.search(r"\| 2 \| `gemm_like`: .* \| 1 000 \| 250 \| 50 % \|", text)
     # a benchmark with a rate but no FLOP count is not only a name in a
     # list: it is shown against its own ceiling, 1000 of 2000 GB/s
-    ceiling = text[text.find('<div class="course-ceiling">') :]
+    ceiling = text[text.find('<div class="course-ceiling"') :]
     assert re.search(
         r"<code>copy_like</code></td>"
         r'<td class="bar"><span class="track"><span style="width:50%"></span></span>'
@@ -297,6 +297,6 @@ def test_a_rate_above_the_probe_is_shown_uncapped_and_marked(tmp_path, gpus):
     path = tmp_path / "fixture-h100.json"
     path.write_text(json.dumps(doc))
     text = hook.render_roofline(" gpu=h100", [T.load_file(path)])
-    ceiling = text[text.find('<div class="course-ceiling">') :]
+    ceiling = text[text.find('<div class="course-ceiling"') :]
     assert '<span style="width:100%"></span></span>110 %' in ceiling
     assert "‡ 110 % of the ceiling measured in this run" in ceiling

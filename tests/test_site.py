@@ -31,9 +31,10 @@ def test_strict_build_is_clean_and_quick(built_site):
     site, seconds, log = built_site
     assert (site / "index.html").exists()
     assert "WARNING" not in log
-    # The target is 5 s in the docs environment; the test environment imports
-    # more, so allow headroom while still catching a build gone slow.
-    assert seconds < 30, f"strict build took {seconds:.1f} s"
+    # About 9 s on a quiet 2-core machine; CI's 2 cores, shared with the
+    # support table's background compile, took 32 s once (2026-11-26). The
+    # bound catches a build gone slow (a hook doing work per page), not noise.
+    assert seconds < 60, f"strict build took {seconds:.1f} s"
 
 
 def test_plots_and_timing_tables_stay_out_of_markdown_and_search(built_site):
