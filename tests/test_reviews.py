@@ -8,6 +8,7 @@ correct.
 
 from __future__ import annotations
 
+import collections
 import re
 
 import pytest
@@ -128,3 +129,118 @@ def test_a_broken_record_is_refused():
     ):
         with pytest.raises(ValueError, match=why):
             parse_record(broken)
+
+
+# ------------------------------------------------ the review of 2026-11-26 ---
+# An independent review's four reports, kept as written in reviews/2026-11-26/.
+# Each finding there is numbered <report>-<NN> in the order of its class mark
+# (**false**, **misleading**, **imprecise**); each must have exactly one block
+# "### <id>. <class>: ..." in a page's record, after the page's own review,
+# with the report line and a resolution that says how it was settled.
+EXTERNAL = REVIEWS / "2026-11-26"
+EXTERNAL_REPORTS = ("l03", "mod", "ser1", "ser2")
+EXTERNAL_MARK = re.compile(r"\*\*(false|misleading|imprecise)\b", re.I)
+EXTERNAL_BLOCK = re.compile(
+    r"^### ((?:l03|mod|ser1|ser2)-\d{2})\. (false|misleading|imprecise): (.+)$", re.M
+)
+
+
+def external_findings() -> dict[str, tuple[str, int]]:
+    """{id: (class, line in its report)} for every finding of the four reports."""
+    found = {}
+    for report in EXTERNAL_REPORTS:
+        lines = (EXTERNAL / f"{report}.md").read_text().splitlines()
+        number = 0
+        for line_no, line in enumerate(lines, 1):
+            mark = EXTERNAL_MARK.search(line)
+            if mark:
+                number += 1
+                found[f"{report}-{number:02d}"] = (mark.group(1).lower(), line_no)
+    return found
+
+
+def external_blocks(records: dict[str, str]) -> dict[str, list[tuple]]:
+    """{id: [(record, class, block text), ...]} over the given records."""
+    blocks: dict[str, list[tuple]] = {}
+    for name, text in records.items():
+        heads = list(EXTERNAL_BLOCK.finditer(text))
+        for i, head in enumerate(heads):
+            end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
+            nxt = re.search(r"^## ", text[head.end() : end], re.M)
+            if nxt:
+                end = head.end() + nxt.start()
+            body = text[head.start() : end]
+            blocks.setdefault(head.group(1), []).append((name, head.group(2), body))
+    return blocks
+
+
+def check_external(findings: dict, blocks: dict) -> list[str]:
+    """Every way the records fail the reports; [] if none."""
+    problems = []
+    for fid, (cls, line_no) in findings.items():
+        got = blocks.get(fid, [])
+        if len(got) != 1:
+            where = ", ".join(name for name, _, _ in got) or "no record"
+            problems.append(f"{fid}: {len(got)} blocks ({where}), want 1")
+            continue
+        name, got_cls, body = got[0]
+        if got_cls != cls:
+            problems.append(f"{fid} in {name}: class {got_cls}, the report's {cls}")
+        if not re.search(
+            rf"^Report: reviews/2026-11-26/\S+\.md, line {line_no}$", body, re.M
+        ):
+            problems.append(f"{fid} in {name}: no 'Report: ... line {line_no}'")
+        res = re.search(r"^Resolution: *(\S.*)$", body, re.M)
+        if not res:
+            problems.append(f"{fid} in {name}: no resolution")
+        elif res.group(1).lower().startswith("open"):
+            problems.append(f"{fid} in {name}: still open")
+    for fid in set(blocks) - set(findings):
+        problems.append(f"{fid}: no such finding in the reports")
+    return problems
+
+
+def _all_records() -> dict[str, str]:
+    return {
+        str(p.relative_to(REVIEWS)): p.read_text()
+        for p in REVIEWS.rglob("*.md")
+        if p.parent != EXTERNAL and p.name != "README.md"
+    }
+
+
+def test_the_reports_hold_the_findings_they_count():
+    findings = external_findings()
+    classes = collections.Counter(cls for cls, _ in findings.values())
+    # the reports' own totals: 17 false; the rest as the marks number them
+    assert classes["false"] == 17
+    assert len(findings) == 64
+
+
+def test_every_finding_of_the_2026_11_26_review_is_resolved_in_a_record():
+    problems = check_external(external_findings(), external_blocks(_all_records()))
+    assert not problems, "\n".join(problems)
+
+
+def test_the_external_check_refuses_a_missing_or_wrong_block():
+    findings = {"ser2-01": ("false", 25), "ser2-02": ("misleading", 39)}
+    good = (
+        '### ser2-01. false: docs/x.md:3: "a"\n\n'
+        "Report: reviews/2026-11-26/ser2.md, line 25\n\nCorrect: b\n\n"
+        "Resolution: fixed in x, guarded by tests/t.py\n\n"
+        '### ser2-02. misleading: docs/x.md:9: "c"\n\n'
+        "Report: reviews/2026-11-26/ser2.md, line 39\n\n"
+        "Resolution: resolved by #33\n"
+    )
+    assert check_external(findings, external_blocks({"r": good})) == []
+    for broken, why in (
+        (good.replace("### ser2-02", "### ser2-03"), "ser2-02: 0 blocks"),
+        (good.replace("02. misleading", "02. false"), "class false"),
+        (good.replace("line 25", "line 26"), "no 'Report"),
+        (good.replace("Resolution: resolved", "Resolution: open,"), "still open"),
+        (good.replace("Resolution: fixed", "Fixed"), "no resolution"),
+    ):
+        assert any(
+            why in p for p in check_external(findings, external_blocks({"r": broken}))
+        ), why
+    twice = external_blocks({"r": good, "s": good})
+    assert any("2 blocks" in p for p in check_external(findings, twice))
