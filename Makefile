@@ -29,7 +29,7 @@ build: $(DOCS_VENV)/.installed
 ## test: the whole CPU test suite (kernels under TRITON_INTERPRET=1, site, notebooks, browser)
 test: $(TEST_VENV)/.installed
 	scripts/ensure-chromium
-	$(TEST_VENV)/bin/python -m pytest
+	$(TEST_VENV)/bin/python -m pytest -n auto --dist loadfile
 
 ## lint: ruff lint and format check
 lint: $(TEST_VENV)/.installed

@@ -10,8 +10,10 @@ TFLOP/s) with two roofs: the one measured by the GPU runner in the same run
 as the kernels (solid: the copy bandwidth, the probe of the ``roofline`` of
 bandwidth benchmarks, GB/s, and the large-matmul rate, that of compute
 benchmarks, TFLOP/s; ``timings.probe_of``), and the vendor's spec-sheet peaks
-for the same two (dashed; ``timings.vendor_peak_of``), each named in a key in
-the plot's empty upper left and in the caption. Below it, a table of the
+for the same two (dashed; ``timings.vendor_peak_of``). A title names the GPU,
+and a legend under it names the two roofs, the kernels' points and the ridge
+line; each point's number sits beside it, off the roofs. The caption gives
+the ceilings' values. Below it, a table of the
 points (% of the measured roof, never capped; ‡ above a ceiling); then every
 benchmark that records only one of the two counts, as a bar of its rate against the
 one ceiling its own table uses; then any left out for another reason. The
@@ -60,9 +62,12 @@ RIDGE_ALLOWANCE = 0.10  # how far a re-run may move the two ceilings' ratio
 # Plot geometry, in SVG user units: one drawing for the page's column and
 # one for a phone, drawn at about 1:1 so its 12-unit text stays readable
 # (CSS shows one; the phone's used to be the wide one, scrolled sideways).
+# HEIGHT is the plot area's frame and the axis below it; the title and the
+# legend above it add their own height (header()).
 WIDTH, HEIGHT = 640, 400
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 48
 NARROW_WIDTH, NARROW_HEIGHT = 350, 320
+LEGEND_FONT = 11
 
 DASH = "7 4"  # the vendor's roof
 _state: dict = {}
@@ -226,6 +231,83 @@ def attainable(intensity: float, bandwidth_gbs, peak_tflops) -> float | None:
     return min(limits) if limits else None
 
 
+def header(title: str, legend: list, width: int) -> tuple[list[str], float]:
+    """The title (wrapped to the width) and the legend under it, entries
+    flowing onto as many lines as they need; returns (SVG, height).
+
+    ``legend`` holds (key, text, css class) with key a function (x, y) -> SVG
+    of the key drawn left of the text."""
+    out = []
+    lines = P._wrap(title, width - 8, P.text_width("x", 14))
+    for i, line in enumerate(lines):
+        out.append(
+            f'<text class="roof-title" x="4" y="{16 + 17 * i}" font-size="14" '
+            f'font-weight="600" fill="currentColor">{html.escape(line)}</text>'
+        )
+    x, y = 4.0, 16 + 17 * (len(lines) - 1) + 20
+    for key, text, cls in legend:
+        room = 26 + P.text_width(text, LEGEND_FONT)
+        if x > 4 and x + room > width - 4:
+            x, y = 4.0, y + 16
+        out.append(
+            key(x, y - 4) + f'<text class="{cls}" x="{x + 22:.1f}" y="{y}" '
+            f'font-size="{LEGEND_FONT}" fill="currentColor">'
+            f"{html.escape(text)}</text>"
+        )
+        x += room + 12
+    return out, y + 8
+
+
+def _key_line(dash: str = "", opacity: str = "1", width: str = "2"):
+    def key(x, y):
+        dashed = f' stroke-dasharray="{dash}"' if dash else ""
+        return (
+            f'<line class="roof-key" x1="{x:.1f}" y1="{y}" x2="{x + 18:.1f}" '
+            f'y2="{y}" stroke="currentColor" stroke-width="{width}" '
+            f'stroke-opacity="{opacity}"{dashed}/>'
+        )
+
+    return key
+
+
+def _key_point(x, y):
+    return (
+        f'<circle class="roof-key" cx="{x + 9:.1f}" cy="{y}" r="4.5" '
+        f'fill="{POINT_FILL}"/>'
+    )
+
+
+POINT_FILL = "var(--md-accent-fg-color, orange)"
+RIDGE_DASH = "4 4"
+
+
+def _number_box(x: float, y: float, text: str) -> tuple:
+    """The box of a point's number drawn at baseline (x, y), font 12."""
+    return (x, y - 10, x + P.text_width(text, 12), y + 3)
+
+
+def place_number(cx, cy, text, plot, lines, taken) -> tuple[float, float]:
+    """Where a point's number goes: beside its point, on the first side
+    whose box stays in the plot and clear of the roofs and the ridge line
+    (``lines``: segments) and of the other points and numbers (``taken``:
+    boxes). A point on a roof's slope takes its number below the slope."""
+    w = P.text_width(text, 12)
+    spots = [(cx + 7, cy - 5), (cx + 7, cy + 15), (cx - 7 - w, cy + 15),
+             (cx - 7 - w, cy - 5), (cx - w / 2, cy + 19),
+             (cx - w / 2, cy - 9)]  # fmt: skip
+    for x, y in spots:
+        box = _number_box(x, y, text)
+        inside = plot[0] <= box[0] and box[2] <= plot[2]
+        inside = inside and plot[1] <= box[1] and box[3] <= plot[3]
+        if (
+            inside
+            and not any(P._crosses(box, seg) for seg in lines)
+            and not any(P._overlap(box, other) for other in taken)
+        ):
+            return x, y
+    return spots[0]
+
+
 def render_svg(
     points: list,
     bandwidth_gbs,
@@ -236,9 +318,12 @@ def render_svg(
     cls: str = "wide",
     vendor: tuple = (None, None),
 ) -> str:
-    """The plot; ``vendor`` = (GB/s, TFLOP/s) of the spec-sheet roof, drawn
-    dashed beside the measured one (solid), both named in a key in the upper
-    left, above the roof's slope, where no kernel can be."""
+    """The plot, titled ``label``; ``vendor`` = (GB/s, TFLOP/s) of the
+    spec-sheet roof, drawn dashed beside the measured one (solid). A legend
+    under the title names the two roofs, the points and the ridge line; each
+    point's number (its row in the table under the plot) sits beside it,
+    off the roofs. ``height`` is that of the frame and axis; the title and
+    legend add theirs."""
     ridge = (
         peak_tflops / (bandwidth_gbs / 1e3) if bandwidth_gbs and peak_tflops else None
     )
@@ -252,9 +337,26 @@ def render_svg(
     if bandwidth_gbs:
         ys.append(bandwidth_gbs * 10.0**x0 / 1e3)
     ys += [v for v in vendor if v]
-    ys.append(max(ys) * 4)  # head room for the key above the roof's slope
     y0, y1 = _decades(min(ys) / 2, max(ys) * 2)
     pw, ph = width - LEFT - RIGHT, height - TOP - BOTTOM
+    narrow = cls == "narrow"
+    legend = [
+        (_key_line(), "measured on this GPU in this run" if not narrow else "measured",
+         "roof-label")
+    ]  # fmt: skip
+    if vendor[0] or vendor[1]:
+        legend.append((_key_line(DASH, width="1.5"),
+                       "vendor spec-sheet peak" if not narrow else "vendor peak",
+                       "roof-label"))  # fmt: skip
+    if points:
+        legend.append((_key_point,
+                       "a Triton kernel: its number is its row in the table below"
+                       if not narrow else "a kernel (number: table row)",
+                       "roof-legend"))  # fmt: skip
+    if ridge:
+        legend.append((_key_line(RIDGE_DASH, "0.5", "1"), "ridge point", "roof-legend"))
+    head, shift = header(label, legend, width)
+    total = height + shift  # the frame and axis are drawn below the header
 
     def sx(x):
         return LEFT + (math.log10(x) - x0) / (x1 - x0) * pw
@@ -264,10 +366,13 @@ def render_svg(
         return TOP + ph - (math.log10(y) - y0) / (y1 - y0) * ph
 
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {total:.0f}" '
         f'width="100%" class="course-plot-svg {cls}" '
         f'role="img" aria-label="{html.escape(label)}" font-size="12" '
         'font-family="sans-serif">',
+        f"<title>{html.escape(label)}</title>",
+        *head,
+        f'<g transform="translate(0,{shift:.1f})">',
         f'<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" '
         'stroke="currentColor" stroke-opacity="0.5"/>',
     ]
@@ -316,35 +421,32 @@ def render_svg(
             f'<polyline class="vendor-roof" points="{path}" fill="none" '
             f'stroke="currentColor" stroke-width="1.5" stroke-dasharray="{DASH}"/>'
         )
-    narrow = cls == "narrow"
-    keys = [("", "measured on this GPU in this run" if not narrow else "measured")]
-    if vendor[0] or vendor[1]:
-        keys.append((DASH, "vendor spec-sheet peak" if not narrow else "vendor peak"))
-    for i, (dash, text) in enumerate(keys):
-        y = TOP + 16 + 16 * i
-        dashed = f' stroke-dasharray="{dash}"' if dash else ""
-        out.append(
-            f'<line class="roof-key" x1="{LEFT + 8}" y1="{y - 4}" x2="{LEFT + 28}" '
-            f'y2="{y - 4}" stroke="currentColor" stroke-width="2"{dashed}/>'
-            f'<text class="roof-label" x="{LEFT + 34}" y="{y}" '
-            f'fill="currentColor">{text}</text>'
-        )
+    lines = []  # what a point's number must not cross
+    for cls_ in ("roof", "vendor-roof"):
+        if m := re.search(rf'class="{cls_}" points="([^"]+)"', "".join(out)):
+            pts = [tuple(map(float, xy.split(","))) for xy in m.group(1).split()]
+            lines += [(*a, *b) for a, b in zip(pts, pts[1:], strict=False)]
     if ridge:
         out.append(
             f'<line class="ridge" x1="{sx(ridge):.1f}" y1="{sy(peak_tflops):.1f}" '
             f'x2="{sx(ridge):.1f}" y2="{TOP + ph}" stroke="currentColor" '
-            'stroke-dasharray="4 4" stroke-opacity="0.5"/>'
+            f'stroke-dasharray="{RIDGE_DASH}" stroke-opacity="0.5"/>'
         )
-    for i, p in enumerate(points, start=1):
-        cx, cy = sx(p["intensity"]), sy(p["tflops"])
+        lines.append((sx(ridge), sy(peak_tflops), sx(ridge), TOP + ph))
+    centres = [(sx(p["intensity"]), sy(p["tflops"])) for p in points]
+    taken = [(x - 4.5, y - 4.5, x + 4.5, y + 4.5) for x, y in centres]
+    plot = (LEFT, TOP, LEFT + pw, TOP + ph)
+    for i, (p, (cx, cy)) in enumerate(zip(points, centres, strict=True), start=1):
         tip = html.escape(f"{i}. {p['bench']} ({p['size']}, {p['dtype']})")
+        tx, ty = place_number(cx, cy, str(i), plot, lines, taken)
+        taken.append(_number_box(tx, ty, str(i)))
         out.append(
             f'<g class="point"><title>{tip}</title>'
-            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="4.5" '
-            'fill="var(--md-accent-fg-color, orange)"/>'
-            f'<text x="{cx + 7:.1f}" y="{cy - 5:.1f}" fill="currentColor">{i}</text>'
-            "</g>"
+            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="4.5" fill="{POINT_FILL}"/>'
+            f'<text class="point-number" x="{tx:.1f}" y="{ty:.1f}" '
+            f'fill="currentColor">{i}</text></g>'
         )
+    out.append("</g>")
     out.append("</svg>")
     return "".join(out)
 

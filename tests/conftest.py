@@ -126,10 +126,28 @@ def heavy_first(items: list) -> list:
     return front + heavy[n:] + light[n:]
 
 
+# The CPU suite's longest modules (minutes each on CI's two cores): under
+# pytest-xdist (`make test` runs `-n auto --dist loadfile`) they go first, so
+# that no worker starts one of them while the other has nothing left.
+LONG_MODULES = ("tests/test_support.py", "tests/test_browser.py")
+
+
+def long_modules_first(items: list) -> list:
+    def rank(item) -> int:
+        module = item.nodeid.split("::", 1)[0]
+        return (
+            LONG_MODULES.index(module) if module in LONG_MODULES else len(LONG_MODULES)
+        )
+
+    return sorted(items, key=rank)  # stable: each module keeps its order
+
+
 def pytest_collection_modifyitems(config, items):
     if HAS_GPU:
         items[:] = heavy_first(items)
         return
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items[:] = long_modules_first(items)
     gpu_only = [item for item in items if item.get_closest_marker("gpu")]
     if gpu_only:
         config.hook.pytest_deselected(items=gpu_only)
@@ -137,32 +155,16 @@ def pytest_collection_modifyitems(config, items):
         config._course_gpu_deselected = len(gpu_only)
 
 
-def pytest_collection_finish(session):
-    """Start compiling the GPU-support table in the background as soon as a
-    test that compares with it (fixture ``fresh``) is selected: ~4 CPU-minutes
-    in one process, at the lowest priority, on the core the interpreter tests
-    (one thread) leave idle. tests/test_support.py waits for it."""
-    if HAS_GPU or not any(
-        item.nodeid.startswith("tests/test_support.py")
-        and "fresh" in getattr(item, "fixturenames", ())
-        for item in session.items
-    ):
-        return
+def _start_support_compile(out: Path):
+    """``python -m triton_course.support fresh OUT`` in the background, at the
+    lowest priority (about 4 CPU-minutes in one process)."""
     import subprocess
-    import tempfile
 
-    out = Path(tempfile.mkdtemp(prefix="support-")) / "support.json"
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(REPO_ROOT)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "triton_course.support",
-            "fresh",
-            str(out),
-            "--workers=1",
-        ],
+    return subprocess.Popen(
+        [sys.executable, "-m", "triton_course.support", "fresh", str(out)]
+        + ["--workers=1"],
         cwd=REPO_ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -172,7 +174,40 @@ def pytest_collection_finish(session):
         preexec_fn=lambda: os.nice(19),
         start_new_session=True,  # its own group: stopped with its workers
     )
-    session.config._course_support = (proc, out)
+
+
+def support_compile(config) -> tuple:
+    """(process, output path) of the GPU-support table's fresh compile,
+    started now if collection did not start it already (under pytest-xdist
+    it starts in the worker that runs tests/test_support.py, whose tests
+    share one xdist_group)."""
+    started = getattr(config, "_course_support", None)
+    if started is None:
+        import tempfile
+
+        out = Path(tempfile.mkdtemp(prefix="support-")) / "support.json"
+        started = config._course_support = (_start_support_compile(out), out)
+    return started
+
+
+def pytest_collection_finish(session):
+    """Start compiling the GPU-support table in the background as soon as a
+    test that compares with it (fixture ``fresh``) is selected, on the core
+    the interpreter tests (one thread) leave idle; tests/test_support.py
+    waits for it. Under pytest-xdist every worker collects every test, and
+    only the one that runs tests/test_support.py should compile: it starts
+    there, when the fixture first asks (support_compile)."""
+    if (
+        HAS_GPU
+        or os.environ.get("PYTEST_XDIST_WORKER")
+        or not any(
+            item.nodeid.startswith("tests/test_support.py")
+            and "fresh" in getattr(item, "fixturenames", ())
+            for item in session.items
+        )
+    ):
+        return
+    support_compile(session.config)
 
 
 def pytest_unconfigure(config):
@@ -200,14 +235,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         )
 
 
-@pytest.fixture(scope="session")
-def built_site(tmp_path_factory):
-    """Build the whole site once, strictly, and return (site_dir, seconds, log).
-    No -q: it hides the warnings that --strict turns into a failure."""
+def _build_site(site: Path) -> dict:
+    """mkdocs build --strict into ``site``: {"ok", "seconds", "log"}."""
     import subprocess
     import time
 
-    site = tmp_path_factory.mktemp("site")
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
@@ -217,5 +249,31 @@ def built_site(tmp_path_factory):
         env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),
     )
     seconds = time.perf_counter() - started
-    assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stderr[-3000:]}"
-    return site, seconds, done.stderr
+    return {"ok": done.returncode == 0, "seconds": seconds, "log": done.stderr}
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory):
+    """Build the whole site once, strictly, and return (site_dir, seconds, log).
+    No -q: it hides the warnings that --strict turns into a failure.
+
+    Under pytest-xdist the workers share one build: the first to ask builds
+    it in the run's shared temporary folder, under a lock, and records how it
+    went; the others wait for the lock and read the record (a failed build
+    fails them too, without building again)."""
+    import json
+
+    from filelock import FileLock
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        site = tmp_path_factory.mktemp("site")
+        built = _build_site(site)
+    else:
+        shared = tmp_path_factory.getbasetemp().parent  # one per run, all workers
+        site, record = shared / "site", shared / "site-build.json"
+        with FileLock(str(shared / "site.lock")):
+            if not record.is_file():
+                record.write_text(json.dumps(_build_site(site)))
+        built = json.loads(record.read_text())
+    assert built["ok"], f"mkdocs build --strict failed:\n{built['log'][-3000:]}"
+    return site, built["seconds"], built["log"]

@@ -152,3 +152,95 @@ def test_the_geometry_check_catches_a_clipped_title():
     )
     assert G.overlaps(two)
     assert json.dumps  # keep the import used where fixtures grow
+
+
+def _measured_hook():
+    """hooks/measured.py, loaded as MkDocs would (it needs mkdocs)."""
+    pytest.importorskip("mkdocs")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "measured_hook_for_plots", REPO_ROOT / "hooks" / "measured.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _page_plots():
+    """(page, bench, svg) of every plot the pages' [[timings]] draw, through
+    the hook's own render_timings with the targets each page states: what a
+    reader sees, without building the site."""
+    hook = _measured_hook()
+    hook._state.update(
+        gpus=[T.load_file(p) for p in DATA],
+        root=REPO_ROOT,
+        deferred=[],
+        downloads={},
+    )
+    for md in sorted((REPO_ROOT / "docs").rglob("*.md")):
+        text = md.read_text(encoding="utf-8")
+        stated = hook.stated_targets(text)
+        for line in text.splitlines():
+            if not (m := hook._TABLE_RE.match(line.strip())):
+                continue
+            args = hook._parse_args(m.group(2))
+            target = float(args["target"]) if "target" in args else None
+            start = len(hook._state["deferred"])
+            name, vs = m.group(1), args.get("vs")
+            gpus = hook._state["gpus"]
+            hook.render_timings(name, gpus, REPO_ROOT, "p/", target, vs,
+                                stated.get(name, ()))  # fmt: skip
+            for fragment in hook._state["deferred"][start:]:
+                for svg in re.findall(r"<svg\b.*?</svg>", fragment, re.S):
+                    yield md.relative_to(REPO_ROOT).as_posix(), name, svg
+
+
+def test_no_label_on_a_page_plot_lies_on_the_data():
+    """Issue 34 item 6: the labels of the targets a page states, of parity
+    and of the ceilings never cover a marker, a whisker or a peer's line; a
+    label with no free place is named in the legend instead."""
+    plots, with_targets = 0, 0
+    for page, name, svg in _page_plots():
+        drawing = "narrow" if 'course-plot-svg narrow"' in svg else "wide"
+        where = f"{page}: {name} ({drawing})"
+        assert not G.labels_on_data(svg), (where, G.labels_on_data(svg))
+        assert not G.overlaps(svg), (where, G.overlaps(svg))
+        assert not G.outside(svg), (where, G.outside(svg))
+        # every target line drawn is named: on its line or in the legend
+        for value in re.findall(
+            r'class="target" data-target="\w+:[^=]*=([\d.]+)"', svg
+        ):
+            assert re.search(rf"target {re.escape(value)}( %|×)", svg), (where, value)
+        plots += 1
+        with_targets += 'class="target"' in svg
+    # the course states targets on several plots
+    assert plots >= 20 and with_targets >= 5, (plots, with_targets)
+
+
+@pytest.mark.parametrize("layout", [P.WIDE, P.NARROW], ids=["wide", "narrow"])
+def test_a_target_label_at_any_height_keeps_off_the_data(layout):
+    """Targets swept over the whole y range of every benchmark's data: where
+    no free place is left, the label goes to the legend, never on a line."""
+    for g, name, bench in _all():
+        for pct in (20, 50, 80, 95):
+            roofline = {"kind": "roofline", "peer": None, "value": pct, "rows": None}
+            svg = P.render_svg(bench, g.gpu, targets=[roofline], layout=layout)
+            assert not G.labels_on_data(svg), (name, pct, G.labels_on_data(svg))
+            assert f"target {pct} % of the measured ceiling" in svg, (name, pct)
+        for ratio in (0.8, 1.2):
+            svg = P.render_svg(bench, g.gpu, ratio=True, kind="ratio",
+                               target=ratio, layout=layout)  # fmt: skip
+            assert not G.labels_on_data(svg), (name, ratio, G.labels_on_data(svg))
+
+
+def test_a_crowded_target_is_named_in_the_legend_not_on_the_data():
+    # Triton's line runs flat at 80 % of the ceiling: no place for the label
+    # along it, above it or below it, that is clear of the markers
+    rows = [({"n": 2**k}, 800.0 + (k % 2) * 30) for k in range(10, 26)]
+    bench = _bench(["n"], rows)
+    goal = {"kind": "roofline", "peer": None, "value": 80, "rows": None}
+    svg = P.render_svg(bench, GPU, targets=[goal], layout=P.NARROW)
+    assert not G.labels_on_data(svg), G.labels_on_data(svg)
+    label = re.search(r"<text[^>]*>target 80 % of the measured ceiling</text>", svg)
+    assert label and 'class="line-label"' not in label.group(0), svg

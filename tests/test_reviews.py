@@ -17,6 +17,9 @@ from conftest import REPO_ROOT
 
 REVIEWS = REPO_ROOT / "reviews"
 CLASSES = ("false", "misleading", "imprecise")
+# Reviews from this date on follow the extended brief (reviews/README.md):
+# both triton versions, two runs, every checker attacked; the record says how.
+METHOD_FROM = "2026-11-27"
 
 
 def _nav_pages(node) -> list[str]:
@@ -93,6 +96,19 @@ def parse_record(text: str) -> dict:
     correct = text.split("## Checked and found correct", 1)[1]
     if not re.search(r"^- \S", correct, re.M):
         raise ValueError("'Checked and found correct' lists nothing")
+    if head["date"] >= METHOD_FROM:
+        method = re.search(r"^- method: *(\S.*)$", text, re.M)
+        if not method or method.group(1).startswith("<"):
+            raise ValueError(
+                f"a review from {METHOD_FROM} on has no '- method:' line "
+                "(reviews/README.md)"
+            )
+        for need, why in (
+            ("3.6", "triton 3.6"),
+            ("3.9", "triton 3.9"),
+        ):
+            if need not in method.group(1):
+                raise ValueError(f"'- method:' does not name {why}")
     return {**head, "counts": counts, "open": open_findings}
 
 
@@ -126,6 +142,13 @@ def test_a_broken_record_is_refused():
         (good.replace("- the rest\n", ""), "lists nothing"),
         (good.replace("2026-11-25", "yesterday"), "date"),
         (good.replace("- statements checked: 12\n", ""), "statements checked"),
+        (good.replace("2026-11-25", "2026-11-27"), "no '- method:' line"),
+        (
+            good.replace("2026-11-25", "2026-11-27").replace(
+                "- findings:", "- method: triton 3.9 only\n- findings:"
+            ),
+            "triton 3.6",
+        ),
     ):
         with pytest.raises(ValueError, match=why):
             parse_record(broken)

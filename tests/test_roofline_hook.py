@@ -97,7 +97,7 @@ def test_collect_takes_the_largest_row_unless_told_otherwise(benches):
 def test_render_draws_roof_ridge_and_every_point(gpus):
     text = hook.render_roofline(" gpu=h100", gpus)
     svg = re.search(r"<svg.*?</svg>", text).group(0)
-    assert svg.count("<circle") == 2
+    assert svg.count('<g class="point">') == 2
     assert 'class="roof"' in svg and 'class="ridge"' in svg
     assert "ridge point 250 FLOP/byte" in text
     assert "copy bandwidth measured on this GPU in this run" in text
@@ -129,9 +129,12 @@ def test_the_roofline_is_drawn_for_the_column_and_for_a_phone(gpus):
     text = hook.render_roofline(" gpu=h100", gpus)
     wide, narrow = re.findall(r"<svg.*?</svg>", text)
     assert 'class="course-plot-svg wide"' in wide and 'width="100%"' in wide
-    assert f'viewBox="0 0 {hook.NARROW_WIDTH} {hook.NARROW_HEIGHT}"' in narrow
+    # the frame's height and the header's (title and legend) above it
+    shift = float(re.search(r'<g transform="translate\(0,([\d.]+)\)">', narrow)[1])
+    total = round(hook.NARROW_HEIGHT + shift)
+    assert f'viewBox="0 0 {hook.NARROW_WIDTH} {total}"' in narrow
     assert 'class="course-plot-svg narrow"' in narrow
-    assert wide.count("<circle") == narrow.count("<circle") == 2
+    assert wide.count('<g class="point">') == narrow.count('<g class="point">') == 2
     # every point of the phone's drawing inside its plot area
     for cx, cy in re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)"', narrow):
         assert hook.LEFT <= float(cx) <= hook.NARROW_WIDTH - hook.RIGHT
@@ -155,7 +158,8 @@ def test_no_data_for_the_gpu_says_not_yet_measured(gpus):
 
 def test_unknown_benchmark_is_listed_not_fatal(gpus):
     text = hook.render_roofline(" gpu=h100 bench=gemm_like,nope", gpus)
-    assert text.count("<circle") == 2  # one point, drawn twice (column, phone)
+    # one point, drawn twice (column, phone)
+    assert text.count('<g class="point">') == 2
     assert "- `nope`: not measured on this GPU" in text
 
 
@@ -300,3 +304,86 @@ def test_a_rate_above_the_probe_is_shown_uncapped_and_marked(tmp_path, gpus):
     ceiling = text[text.find('<div class="course-ceiling"') :]
     assert '<span style="width:100%"></span></span>110 %' in ceiling
     assert "‡ 110 % of the ceiling measured in this run" in ceiling
+
+
+# ------------------------------------------- title, legend, numbers (#34) ---
+def _roof_segments(svg: str) -> list[tuple]:
+    """The roofs' and the ridge line's segments in viewBox units (the plot
+    is drawn in a group moved down by the header's height)."""
+    shift = float(re.search(r'<g transform="translate\(0,([\d.]+)\)">', svg)[1])
+    segs = []
+    for points in re.findall(r'class="(?:vendor-)?roof" points="([^"]+)"', svg):
+        pts = [tuple(map(float, xy.split(","))) for xy in points.split()]
+        pairs = zip(pts, pts[1:], strict=False)
+        segs += [(a[0], a[1] + shift, b[0], b[1] + shift) for a, b in pairs]
+    for line in re.findall(r'<line class="ridge"[^>]*>', svg):
+        x1, y1, x2, y2 = (float(re.search(rf'{k}="([\d.]+)"', line)[1])
+                          for k in ("x1", "y1", "x2", "y2"))  # fmt: skip
+        segs.append((x1, y1 + shift, x2, y2 + shift))
+    return segs
+
+
+def _check_drawing(svg: str) -> None:
+    import svg_geometry as G
+
+    assert not G.overlaps(svg), G.overlaps(svg)
+    assert not G.outside(svg), G.outside(svg)
+    segs = _roof_segments(svg)
+    assert segs
+    numbers = [t for t in G.text_boxes(svg) if 'class="point-number"' in t["attrs"]]
+    assert numbers and len(numbers) == svg.count('<g class="point">')
+    for t in numbers:  # each point's number is off the roofs and the ridge
+        hits = [s for s in segs if G._seg_in_box(t["box"], s)]
+        assert not hits, (t["text"], t["box"], hits[:2])
+
+
+def test_the_roofline_has_a_title_and_a_legend_of_what_it_draws(tmp_path, gpus):
+    import svg_geometry as G
+
+    text = hook.render_roofline(" gpu=h100", _with_ceilings(tmp_path, gpus))
+    wide, narrow = re.findall(r"<svg.*?</svg>", text)
+    for svg, names in (
+        (wide, ["measured on this GPU in this run", "vendor spec-sheet peak",
+                "a Triton kernel: its number is its row in the table below",
+                "ridge point"]),
+        (narrow, ["measured", "vendor peak", "a kernel (number: table row)",
+                  "ridge point"]),
+    ):  # fmt: skip
+        texts = G.text_boxes(svg)
+        title = " ".join(t["text"] for t in texts if "roof-title" in t["attrs"])
+        assert title == "Roofline of Fixture H100 (test data, not a measurement)"
+        legend = [
+            t for t in texts if re.search(r'class="roof-(label|legend)"', t["attrs"])
+        ]
+        assert [t["text"] for t in legend] == names
+        # one key per legend entry, and the legend above the plot's frame
+        assert svg.count('class="roof-key"') == len(names)
+        shift = float(re.search(r'<g transform="translate\(0,([\d.]+)\)">', svg)[1])
+        assert all(t["box"][3] <= shift + hook.TOP for t in legend)
+        _check_drawing(svg)
+
+
+def test_point_numbers_keep_off_the_roofs_on_the_committed_data():
+    """A memory-bound point sits just under the roof's slope: its number, up
+    and to the right, used to sit on the slope."""
+    data = T.load_dir(REPO_ROOT / "data" / "timings")
+    drawn = 0
+    for g in data:
+        key = g.gpu["slug"]
+        for args in (f" gpu={key}", f" gpu={key} bench=gpu_fma_intensity rows=all"):
+            for svg in re.findall(r"<svg.*?</svg>", hook.render_roofline(args, data)):
+                _check_drawing(svg)
+                drawn += 1
+    assert drawn >= 4
+
+
+def test_a_number_takes_the_first_free_side_of_its_point():
+    plot = (0, 0, 200, 200)
+    # nothing in the way: up and to the right
+    assert hook.place_number(100, 100, "1", plot, [], []) == (107, 95)
+    # a roof rising through the upper right: below the slope instead
+    slope = [(0, 200, 200, 0)]
+    x, y = hook.place_number(100, 100, "1", plot, slope, [])
+    assert (x, y) == (107, 115)
+    box = hook._number_box(x, y, "1")
+    assert not hook.P._crosses(box, slope[0])

@@ -148,3 +148,124 @@ def test_executing_a_notebook_keeps_its_cell_ids(tmp_path):
     assert "42" in "".join(ran["cells"][1]["outputs"][0]["text"])
     ran = json.loads(execute_notebook(path))
     assert [c["id"] for c in ran["cells"]] == want
+
+
+# ------------------------------------- the whole file under each block (#34) ---
+_EMBED = re.compile(r'^\s*--8<--\s+"([\w./-]+\.py):([\w-]+)"', re.M)
+_BLOCK = re.compile(r"<pre\b.*?</pre>", re.S)
+_LINKS_AFTER = re.compile(
+    r'(?:\s|</div>|<p class="course-run">(?:(?!</p>).)*</p>)*'
+    r'((?:\s*<p class="course-file">(?:(?!</p>).)*</p>)+)',
+    re.S,
+)
+_FILE_HREF = re.compile(
+    r'<p class="course-file"><small>The whole file: <a href="([^"]+)">'
+)
+
+
+def _code_lines(html: str) -> list[str]:
+    from html import unescape
+
+    text = unescape(re.sub(r"<[^>]+>", "", html))
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _blocks_with_links(html: str) -> list[tuple[list[str], list[str]]]:
+    """(code lines, whole-file links right under it) of every code block."""
+    out = []
+    for m in _BLOCK.finditer(html):
+        after = _LINKS_AFTER.match(html, m.end())
+        links = _FILE_HREF.findall(after.group(1)) if after else []
+        out.append((_code_lines(m.group(0)), links))
+    return out
+
+
+def _contains(lines: list[str], part: list[str]) -> bool:
+    n = len(part)
+    return any(lines[i : i + n] == part for i in range(len(lines) - n + 1))
+
+
+def test_every_embedded_snippet_links_its_whole_file_on_github(built_site):
+    site = built_site[0]
+    blob = f"https://github.com/{nb.repo_slug()}/blob/main/"
+    checked = 0
+    for md in sorted((REPO_ROOT / "docs").rglob("*.md")):
+        embeds = _EMBED.findall(md.read_text(encoding="utf-8"))
+        if not embeds:
+            continue
+        rel = md.relative_to(REPO_ROOT / "docs").with_suffix("")
+        page = site / (rel.parent if rel.name == "index" else rel) / "index.html"
+        blocks = _blocks_with_links(page.read_text(encoding="utf-8"))
+        for links in (links for _, links in blocks):  # each link: a real file
+            for href in links:
+                assert href.startswith(blob), (md.name, href)
+                assert (REPO_ROOT / href[len(blob) :]).is_file(), (md.name, href)
+        for name, section in embeds:
+            base = next(
+                d for d in ("snippets", "tests") if (REPO_ROOT / d / name).is_file()
+            )
+            part = nb.snippet_section(name, section, REPO_ROOT / base).splitlines()
+            part = [line.strip() for line in part if line.strip()]
+            holding = [links for lines, links in blocks if _contains(lines, part)]
+            assert holding, f"{md.name}: {name}:{section} is in no code block"
+            assert any(f"{blob}{base}/{name}" in links for links in holding), (
+                f"{md.name}: no link to {base}/{name} under the block of {section}"
+            )
+            checked += 1
+    assert checked >= 100, checked
+
+
+def test_a_file_link_names_the_file_the_extension_embeds(tmp_path):
+    hook = _run_links_hook()
+    (tmp_path / "snippets").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text("# a test\n")
+    (tmp_path / "snippets" / "x.py").write_text("# a snippet\n")
+    config = {
+        "repo_url": "https://github.com/o/r",
+        "edit_uri": "edit/trunk/docs/",
+        "extra": {},
+        "docs_dir": str(tmp_path / "docs"),
+        "config_file_path": str(tmp_path / "mkdocs.yml"),
+        "mdx_configs": {"pymdownx.snippets": {"base_path": ["snippets", "tests"]}},
+    }
+    hook.on_config(config)
+    assert 'href="https://github.com/o/r/blob/trunk/snippets/x.py"' in hook.file_link(
+        "x.py"
+    )
+    assert "blob/trunk/tests/test_x.py" in hook.file_link("test_x.py")
+    from mkdocs.exceptions import PluginError
+
+    with pytest.raises(PluginError, match="in no folder"):
+        hook.file_link("missing.py")
+
+    class Page:
+        class file:  # noqa: N801 - mimics mkdocs' page.file
+            url = "p/"
+            src_uri = "p.md"
+
+    text = (
+        '!!! note\n\n    ```python\n    --8<-- "x.py:a"\n    --8<-- "x.py:b"\n    ```\n'
+    )
+    out = hook.on_page_markdown(text, Page, config, None)
+    # one link per file, indented as the block is
+    assert out.count("blob/trunk/snippets/x.py") == 1
+    assert '\n    <p class="course-file">' in out
+    # an escaped embed (;--8<--) is shown literally, not embedded: no link
+    literal = '```text\n;--8<-- "x.py:a"\n```\n'
+    assert "course-file" not in hook.on_page_markdown(literal, Page, config, None)
+    # Markdown nests the raw paragraph in a tab's paragraph: unwrapped
+    nested = '<p><p class="course-file"><small>f</small></p></p>'
+    assert hook.on_page_content(nested, Page, config, None) == nested[3:-4]
+
+
+def _run_links_hook():
+    pytest.importorskip("mkdocs")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "run_links_hook", REPO_ROOT / "hooks" / "run_links.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -13,19 +13,23 @@ import subprocess
 import sys
 
 import pytest
-from conftest import HAS_GPU, REPO_ROOT
+from conftest import HAS_GPU, REPO_ROOT, support_compile
 
 from triton_course import support
 
-pytestmark = pytest.mark.skipif(
-    HAS_GPU, reason="the table is written with CI's triton; CI checks it"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        HAS_GPU, reason="the table is written with CI's triton; CI checks it"
+    ),
+    # under pytest-xdist: one worker compiles the table, and runs every test
+    pytest.mark.xdist_group("support"),
+]
 STORED = json.loads(support.DATA.read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
 def fresh(request):
-    proc, out = request.config._course_support
+    proc, out = support_compile(request.config)
     log, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, f"compiling the support table failed:\n{log[-3000:]}"
     return json.loads(out.read_text(encoding="utf-8"))

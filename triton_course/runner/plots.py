@@ -9,7 +9,10 @@ are mid-tones that read on both.
 One panel per dtype; one line per peer; the roofline measured in the same run
 is a dashed horizontal line and the vendor's spec-sheet peak for the same
 ceiling a dash-dotted one, each labelled as what it is (``ceiling_names``),
-where no data point, line or other label is (else in the legend). With one
+where no data point, line or other label is. So is each target a page
+states and the parity line of a ratio panel; where one of a panel's labels
+finds no free place, the panel is drawn again with all its lines named in
+its legend instead (a label is never drawn over the data). With one
 size parameter varying, the x axis is that parameter on a log2 scale; with
 several that form a grid, small multiples (a panel per setting of the
 others, see groups()); otherwise categories ordered by size. The y axis
@@ -35,6 +38,7 @@ PEER_COLORS = {
 EXTRA_COLORS = ("#ae3ec9", "#1098ad", "#e64980", "#868e96")
 DASHES = {"Triton": "", "PyTorch eager": "6 3", "torch.compile": "2 3"}
 MEASURED_DASH, VENDOR_DASH = "8 4", "12 3 2 3"  # the two ceiling lines
+TARGET_DASH, PARITY_DASH = "2 3", "8 4"  # a page's target; 1× on a ratio panel
 # What each roofline's probe is (measure.py times them): the measured line's name
 PROBES = {
     "bandwidth": f"{M.COPY_BYTES // 2**30} GiB device copy",
@@ -541,7 +545,14 @@ def _hline(
         f'stroke-dasharray="{dash}" stroke-opacity="0.7"/>'
     )
     if label:
-        labels.place(out, L.w - L.right - 4, y, label)
+        return labels.place(out, L.w - L.right - 4, y, label, strict=True)
+    return True
+
+
+def _target_shown(rows: list, target: dict) -> bool:
+    """Whether a target is stated for any of these rows (else not drawn)."""
+    keys = target.get("rows")
+    return any(keys is None or row_key(r) in keys for r in rows)
 
 
 def _target_line(
@@ -549,11 +560,14 @@ def _target_line(
     labels: Labels,
 ):  # fmt: skip
     """A target a page states, drawn over the sizes it is stated for: the
-    whole panel, a range of sizes, or a short mark at one size."""
+    whole panel, a range of sizes, or a short mark at one size; labelled
+    only where the label is clear of the data (returns False where it is
+    not: the caller names the line in the legend). An empty label: the
+    legend names it."""
     keys = target.get("rows")
     xs = [px(r["size"]) for r in rows if keys is None or row_key(r) in keys]
     if not xs:
-        return
+        return True
     if keys is None:
         x1, x2 = L.left, L.w - L.right
     elif min(xs) == max(xs):
@@ -564,10 +578,12 @@ def _target_line(
     out.append(
         f'<line class="target" data-target="{escape(data)}" x1="{x1:.1f}" '
         f'y1="{y:.1f}" x2="{x2:.1f}" y2="{y:.1f}" stroke="currentColor" '
-        'stroke-width="1.5" stroke-dasharray="2 3" stroke-opacity="0.8"/>'
+        f'stroke-width="1.5" stroke-dasharray="{TARGET_DASH}" stroke-opacity="0.8"/>'
     )
-    labels.place(out, min(max(x2 - 4, L.left + 4 + text_width(label, 11)),
-                          L.w - L.right - 4), y, label)  # fmt: skip
+    if not label:
+        return True
+    return labels.place(out, min(max(x2 - 4, L.left + 4 + text_width(label, 11)),
+                                 L.w - L.right - 4), y, label, True)  # fmt: skip
 
 
 def _dash_key(x: float, y: float, dash: str) -> str:
@@ -585,8 +601,9 @@ def _panel(
 ) -> tuple[list[str], float]:  # fmt: skip
     """Rate against size for every implementation, with the measured roofline
     and the vendor's peak; returns the SVG and the panel's height. Each
-    ceiling line is labelled where no data is; where there is no such place,
-    the panel is drawn again with both named in its legend (in_legend)."""
+    ceiling and target line is labelled where no data is; where one finds
+    no such place, the panel is drawn again with all of them named in its
+    legend (in_legend)."""
     peers = [p for p in bench["peers"] if any(p in r["results"] for r in rows)]
     ceilings = _ceiling_labels(bench, gpu, L.narrow)
     roof = T.probe_of(bench["roofline"])
@@ -605,10 +622,19 @@ def _panel(
         legend.append(
             (lambda x, y, kind=kind, color=color: _marker(kind, x, y, color), peer)
         )
+    # "at least X % of the roofline", where a page says so
+    goals = [
+        (t, f"target {t['value']:g} % of the measured ceiling")
+        for t in targets
+        if t["kind"] == "roofline" and _target_shown(rows, t)
+    ]
     if in_legend:
         legend += [
             (lambda x, y, dash=dash: _dash_key(x, y, dash), text)
             for _, dash, _, text in ceilings
+        ] + [
+            (lambda x, y: _dash_key(x, y, TARGET_DASH), text)
+            for text in dict.fromkeys(text for _, text in goals)
         ]
     head = _header(out, L, y0, title, legend)
     axis = xaxis([r["size"] for r in rows], bench["params"])
@@ -643,16 +669,16 @@ def _panel(
     for value, dash, cls, _ in ceilings:
         _hline(out, L, py(value), "", labels, cls=cls, dash=dash)
         labels.avoid((L.left, py(value), L.w - L.right, py(value)))
-    if not in_legend:
-        for value, _, _, text in ceilings:
-            if not labels.place(out, L.w - L.right - 4, py(value), text, True):
-                return _panel(L, bench, gpu, rows, title, y0, targets, scale_rows, True)
-    for t in targets:  # "at least X % of the roofline", where a page says so
-        if t["kind"] == "roofline":
-            label = f"target {t['value']:g} % of the measured ceiling"
-            _target_line(
-                out, L, px, rows, t, py(roof * t["value"] / 100), label, labels
-            )
+    placed = all(
+        in_legend or labels.place(out, L.w - L.right - 4, py(value), text, True)
+        for value, _, _, text in ceilings
+    ) and all(
+        _target_line(out, L, px, rows, t, py(roof * t["value"] / 100),
+                     "" if in_legend else text, labels)
+        for t, text in goals
+    )  # fmt: skip
+    if not placed:
+        return _panel(L, bench, gpu, rows, title, y0, targets, scale_rows, True)
     # one line per peer
     for k, peer in enumerate(peers):
         color = _color(peer, bench["peers"])
@@ -715,11 +741,12 @@ def ratio_points(bench: dict, dtype: str, vs: str | None = None, rows=None) -> l
 
 def _ratio_panel(
     L: Layout, bench: dict, gpu: dict, rows: list, title: str, y0: float,
-    targets=(), vs=None,
+    targets=(), vs=None, in_legend: bool = False,
 ) -> tuple[list[str], float]:  # fmt: skip
     """Triton's rate over `vs`'s (None: the fastest other implementation) per
     size, with parity and the targets stated against `vs`; returns the SVG
-    and the panel's height."""
+    and the panel's height. Parity and the targets are labelled on their
+    lines where no data is, else (in_legend) named in the legend."""
     dtype = rows[0]["dtype"]
     points = ratio_points(bench, dtype, vs, rows)
     mine = [t for t in targets if t["kind"] == "ratio" and t.get("peer") == vs]
@@ -732,7 +759,20 @@ def _ratio_panel(
     out = [f'<g class="panel ratio" data-dtype="{escape(dtype)}">']
     peers = sorted({p["peer"] for p in points})
     against = "fastest other" if vs is None else "against"
-    head = _header(out, L, y0, title, [(None, f"{against}: {', '.join(peers)}")])
+    prow = [p["row"] for p in points]
+    goals = [(t, f"target {t['value']:g}×") for t in mine if _target_shown(prow, t)]
+    # a target of 1× over every size is labelled instead of parity
+    plain_parity = not any(t["value"] == 1.0 and t.get("rows") is None for t in mine)
+    legend = [(None, f"{against}: {', '.join(peers)}")]
+    if in_legend:
+        named = [(PARITY_DASH, "parity 1×")] if plain_parity else []
+        # two targets of one value over different sizes: one legend entry
+        named += dict.fromkeys((TARGET_DASH, text) for _, text in goals)
+        legend += [
+            (lambda x, y, dash=dash: _dash_key(x, y, dash), text)
+            for dash, text in named
+        ]
+    head = _header(out, L, y0, title, legend)
     sizes = [p["row"]["size"] for p in points]
     axis = xaxis(sizes, bench["params"])
     px, py, foot = _frame(
@@ -745,13 +785,15 @@ def _ratio_panel(
     for x, p in marks:  # the label of a line keeps off the points
         labels.avoid_box((x - 5, py(p["ratio"]) - 5, x + 5, py(p["ratio"]) + 5))
         labels.avoid_box((x - 3, py(p["high"]), x + 3, py(p["low"])))
-    # a target of 1× over every size is labelled instead of parity
-    plain_parity = not any(t["value"] == 1.0 and t.get("rows") is None for t in mine)
-    _hline(out, L, py(1.0), "parity 1×" if plain_parity else "", labels, cls="parity")
-    prow = [p["row"] for p in points]
-    for t in mine:
-        label = f"target {t['value']:g}×"
-        _target_line(out, L, px, prow, t, py(t["value"]), label, labels)
+    parity = "parity 1×" if plain_parity and not in_legend else ""
+    placed = _hline(out, L, py(1.0), parity, labels, cls="parity", dash=PARITY_DASH)
+    placed = placed and all(
+        _target_line(out, L, px, prow, t, py(t["value"]),
+                     "" if in_legend else text, labels)
+        for t, text in goals
+    )  # fmt: skip
+    if not placed:
+        return _ratio_panel(L, bench, gpu, rows, title, y0, targets, vs, True)
     color = PEER_COLORS["Triton"]
     pts = sorted(
         ((px(p["row"]["size"]), py(p["ratio"]), p) for p in points),
