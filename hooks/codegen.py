@@ -66,7 +66,7 @@ _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 # The matrix's marks, explained in a legend under every support table (a
 # touch reader sees no tooltip, so nothing is only in a title attribute).
 SUPPORT_LEGEND = (
-    ("✓", "every config the launcher or its autotuner can launch compiles and fits"),
+    ("✓", "every config compiled for this kernel (the caption says which) fits"),
     ("k/n", "k of n configs fit; the autotuner skips the others on that GPU"),
     (
         "✗ N KB",
@@ -196,9 +196,11 @@ def render_support(snippets: list[str], root: Path) -> str:
     lines += [
         "",
         f"*Compiled with triton {data['triton']} for each target on a machine "
-        f"without a GPU (`{data['written_by']}`), at every config the launcher "
-        "or its autotuner can launch with on that GPU (a launcher that sizes "
-        "its tiles to the GPU is asked as each one), and each config's shared "
+        f"without a GPU (`{data['written_by']}`), at the launches "
+        "`triton_course/support.py` records: each launcher called on one small "
+        "input, every config of an autotuner, and a launcher that sizes its "
+        "tiles to the GPU asked as each one (other sizes and dtypes may launch "
+        "other configs); and each config's shared "
         "memory compared with the target's per-block limit (under each column). "
         f"[The test]({_SUPPORT_TEST}) recompiles it in every CI run.*",
     ]
