@@ -107,7 +107,8 @@ def test_every_ci_run_runs_the_whole_suite_and_builds_the_site():
     assert any(re.match(r"make test\b", c) for c in commands)
     make = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
     test_target = make.split("\ntest:")[1].split("\n\n")[0]
-    assert re.search(r"-m pytest\s*$", test_target, re.M)  # nothing deselected
+    # nothing deselected: only how the tests are spread over the cores
+    assert re.search(r"-m pytest( -n auto --dist loadfile)?\s*$", test_target, re.M)
     assert "--strict" in make.split("\nbuild:")[1].split("\n\n")[0]
     assert re.search(
         r'testpaths = \["tests"\]', (REPO_ROOT / "pyproject.toml").read_text()
