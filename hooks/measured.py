@@ -928,7 +928,10 @@ def _shown(row: dict, bench: dict, value: str, peer: str, g) -> tuple[T.Spread, 
         ]
         if not match or peer not in row["results"] or peer not in match[0]["results"]:
             raise ValueError(f"{value[3:]} has no {peer} row like {row['size']}")
-        spread = _apart_ratio(row["results"][peer], match[0]["results"][peer])
+        # a rate ratio: the two may do different work per call (lesson 04's
+        # hot call makes twenty passes where the cold call makes one)
+        work = row["work"] / match[0]["work"]
+        spread = _apart_ratio(row["results"][peer], match[0]["results"][peer], work)
         return spread, f"{spread.median:.2f}× {_pm(spread)}"
     if value.startswith("row:"):
         return _row_ratio(row, bench, value, peer, g)

@@ -742,3 +742,28 @@ def test_the_fold_limit_comment_names_only_captured_cases():
     comment = src[src.index("SUPPORTED_DTYPES") : src.index("FOLD_LIMIT = ")]
     named = {int(n) for n in re.findall(r"the case of (\d+)", comment)}
     assert named and named <= cases, (named, cases)
+
+
+def test_vs_value_is_a_rate_ratio_when_the_two_benchmarks_do_different_work():
+    # lesson 04: the hot call makes twenty passes (20× the work) in 1.5× the
+    # cold call's time, so per pass it runs at 20 / 1.5 the cold rate; a ratio
+    # of times would say 0.67× (the defect the review of lesson 04 found)
+    import importlib.util
+    import types
+
+    spec = importlib.util.spec_from_file_location(
+        "measured_hook_vs", REPO_ROOT / "hooks" / "measured.py"
+    )
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+
+    def bench(work, ms):
+        result = {"median_ms": ms, "q25_ms": ms, "q75_ms": ms}
+        row = {"size": {"n": 1}, "dtype": "float32", "work": work}
+        return {"rows": [{**row, "results": {"Triton": result}}]}
+
+    hot, cold = bench(20.0, 1.5), bench(1.0, 1.0)
+    g = types.SimpleNamespace(benchmarks={"hot": hot, "cold": cold}, label="g")
+    spread, text = hook._shown(hot["rows"][0], hot, "vs:cold", "Triton", g)
+    assert spread.median == pytest.approx(20 / 1.5)
+    assert text.startswith("13.33×")

@@ -40,14 +40,15 @@ import flash_attention as fa, gpu_basics as gb, optimization_steps as rs
 
 facts = {}
 
-def dot(arch, dtype, m=64, k=32):
+def dot(arch, dtype, m=64, k=32, num_warps=4):
     sig = {"a_ptr": f"*{dtype}", "b_ptr": f"*{dtype}",
            "c_ptr": "*i32" if dtype == "i8" else "*fp32",
            "M": "constexpr", "N": "constexpr", "K": "constexpr"}
     try:
         ptx = C.compile_for(C._probes().dot_kernel, arch, sig,
                             {"M": m, "N": 64, "K": k},
-                            aligned=("a_ptr", "b_ptr", "c_ptr"))["ptx"]
+                            aligned=("a_ptr", "b_ptr", "c_ptr"),
+                            num_warps=num_warps)["ptx"]
     except BaseException as exc:  # a refusal, or the compiler failing
         return "error: " + type(exc).__name__
     if C.WGMMA.search(ptx):
@@ -59,6 +60,7 @@ for dtype in ("fp8e5", "fp16", "fp32"):
         (k for k in (8, 16, 32) if not dot(80, dtype, k=k).startswith("error")),
         default=None)
 facts["sm90 by M"] = {m: dot(90, "fp16", m=m) for m in (16, 32, 64, 128)}
+facts["sm90 M=64 by warps"] = {w: dot(90, "fp16", num_warps=w) for w in (2, 4, 8)}
 facts["int8"] = {a: dot(a, "i8") for a in (75, 80, 90)}
 facts["fp8e4"] = {a: dot(a, "fp8e4nv") for a in (75, 80, 89, 90)}
 facts["fp8e5"] = {a: dot(a, "fp8e5") for a in (75, 80, 89, 90)}
@@ -75,6 +77,32 @@ for arch in (80, 90):
                             {"ITERS": iters, "BLOCK_SIZE": 1024},
                             aligned=("x_ptr", "out_ptr", "n_elements"))["ptx"]
         facts["fma loop"][f"{arch}/{iters}"] = bool(re.search(r"\bbra\b", ptx))
+
+# gpu_basics' element kernels, launched on more than 2**31 elements (n as
+# i64): every product and pointer step in int64, or an offset wraps round
+def body(ttir):
+    return [l.split(" loc(")[0].strip() for l in ttir.splitlines()]
+
+wide = {}
+f32 = {"x_ptr": "*fp32", "out_ptr": "*fp32"}
+for name, kernel, sig, const in (
+    ("strided_copy_kernel", gb.strided_copy_kernel,
+     dict(f32, n_out="i64", stride="i32", BLOCK_SIZE="constexpr"),
+     {"BLOCK_SIZE": 1024}),
+    ("persistent_copy_kernel", gb.persistent_copy_kernel,
+     dict(f32, n_elements="i64", BLOCK_SIZE="constexpr"), {"BLOCK_SIZE": 512}),
+    ("fma_chain_kernel", gb.fma_chain_kernel,
+     dict(f32, n_elements="i64", a="fp32", b="fp32", ITERS="constexpr",
+          BLOCK_SIZE="constexpr"), {"ITERS": 4, "BLOCK_SIZE": 1024}),
+):
+    ttir = C.compile_for(kernel, 90, sig, const, aligned=("x_ptr", "out_ptr"))["ttir"]
+    ops = body(ttir)
+    wide[name] = {
+        "i32 products": [l for l in ops
+                         if "arith.muli" in l and re.search(r"i32>?$", l)],
+        "pointer steps": [l.split(",")[-1].strip() for l in ops if "tt.addptr" in l],
+    }
+facts["wide offsets"] = wide
 
 # rowsum v0 and v1: loads per loop trip, in PTX and (v0) in SASS
 nvdisasm = os.path.join(os.path.dirname(triton.__file__),
@@ -135,6 +163,8 @@ facts["warp_specialize same ptx on sm90"] = {
 facts["fwd 128x128x3 shared"] = {a: forward(fa, a).metadata.shared for a in (80, 90)}
 facts["fwd 128x64x2 shared"] = {
     a: forward(fa, a, bn=64, stages=2).metadata.shared for a in (86, 89)}
+# a larger tile than the launcher's sm_89 choice, also within its 99 KB
+facts["fwd 128x128x2 shared sm89"] = forward(fa, 89, stages=2).metadata.shared
 facts["fwd scratch per program"] = {
     a: forward(fa, a).metadata.global_scratch_size for a in (80, 90)}
 print(json.dumps(facts))
@@ -212,9 +242,30 @@ def test_wgmma_needs_64_rows_on_sm90(facts):
     text = _text(L01)
     assert "K \\ge 16\\) (M and N may be as small as 1)" not in text
     assert "multiple of 64" in text
+    # review 2026-11-26 mod-05: and a whole warpgroup, num_warps 4 or more
+    assert facts["sm90 M=64 by warps"] == {"2": "mma.sync", "4": "wgmma", "8": "wgmma"}
+    assert "and the program has at least one whole warpgroup" in text
+    assert "`num_warps` of 4 or more" in text
 
 
 # ------------------------------------------------------------ interpreter ---
+def test_the_element_kernels_of_lesson_01_compute_offsets_in_int64(facts):
+    # review 2026-11-26 mod-08: from 2**31 elements (8 GiB of float32) an
+    # int32 pid * BLOCK_SIZE wraps round; every product and pointer step of
+    # the three kernels is int64 (a launch with n as i64, compiled for sm_90)
+    wide = facts["wide offsets"]
+    assert set(wide) == {
+        "strided_copy_kernel",
+        "persistent_copy_kernel",
+        "fma_chain_kernel",
+    }
+    for name, found in wide.items():
+        assert found["i32 products"] == [], name
+        assert found["pointer steps"], name
+        for step in found["pointer steps"]:
+            assert re.search(r"(\bi64|xi64>)$", step), (name, step)
+
+
 def test_the_pages_do_not_promise_every_test_under_the_interpreter():
     assert "every snippet and every test, under the interpreter" not in _text(INDEX)
     assert "| every test of the course |" not in L01.read_text()
@@ -267,6 +318,15 @@ def test_flash_tile_comment_gives_the_compiled_shared_memory(facts):
     src = (REPO_ROOT / "snippets" / "flash_attention.py").read_text()
     src = " ".join(src.replace("#", " ").split())  # comments as one line
     assert "160 KB for sm_80" in src and "230 400 B for sm_90" in src
+    # review 2026-11-26 mod-09: the step-down tiles fit, but are not the
+    # largest that would (128 x 128, 2 stages, also fits sm_89's 99 KB)
+    assert facts["fwd 128x64x2 shared"]["89"] < facts["fwd 128x128x2 shared sm89"]
+    assert facts["fwd 128x128x2 shared sm89"] <= 99 * 1024
+    assert "largest tiles" not in src
+    assert "neither timed nor the largest that would fit" in src
+    text = _text(L02)
+    assert "steps down to the largest tiles" not in text
+    assert "neither timed nor the largest that would fit" in text
 
 
 def test_descriptor_scratch_is_512_bytes_per_program_on_sm90(facts):
@@ -347,7 +407,10 @@ def test_lesson_01_says_fp16_loss_scaling_fights_underflow():
     # review 01 finding 1: loss scaling is for small gradients, not overflow
     text = _text(L01)
     assert "fp16 overflows past 65 504, which is why" not in text
-    assert "underflow: below \\(2^{-24}\\) they round to zero" in text
+    # review 2026-11-26 mod-06: only values at or below 2^-25, half the
+    # smallest subnormal, round to zero (checked on torch below)
+    assert "below \\(2^{-24}\\) they round to zero" not in text
+    assert "at or below \\(2^{-25}\\), half of fp16's smallest" in text
     # review 01 finding 5: digits of precision, from the significand widths
     bf16 = (1 - math.log2(torch.finfo(torch.bfloat16).eps)) * math.log10(2)
     fp16 = (1 - math.log2(torch.finfo(torch.float16).eps)) * math.log10(2)
@@ -358,6 +421,7 @@ def test_fp16_rounds_values_below_its_smallest_subnormal():
     # review 02 finding 6: below 2^-24 values round (to 2^-24 or to 0), not flush
     tiny = 2.0**-24
     assert torch.tensor(tiny * 0.6).half().item() == tiny
+    assert torch.tensor(tiny * 0.51).half().item() == tiny
     assert torch.tensor(tiny * 0.5).half().item() == 0.0
     text = _text(L02)
     assert "flushed to zero" not in text and "flush to zero" not in text
@@ -426,6 +490,71 @@ def test_lesson_04_wording_matches_triton_and_the_launcher():
     assert "do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None," in text
 
 
+# ------------------------------- the independent review of 2026-11-26 ---
+def test_lesson_01_says_which_table_is_a_share_of_which_probe():
+    # mod-03: no build check of "above 100 %" is claimed; lesson 04's hot
+    # table is a share of the L2 probe, not of the two DRAM/matmul probes
+    text = _text(L01)
+    assert "the build fails if a published row is above 100 %" not in text
+    assert "Every timing table but lesson 04's hot-cache one (a share of an L2" in text
+    src = (REPO_ROOT / "snippets" / "profiling.py").read_text()
+    hot = src.split('"name": "l2_hot_add"')[1].split("}")[0]
+    assert '"ceiling": "l2"' in hot
+
+
+def test_lesson_01_splits_the_fma_gap_into_units_and_format():
+    # mod-07: fma_chain's gap to the bf16 probe is FP32 units against tensor
+    # cores *and* fp32 against bf16 operands; the datasheet's dense rates
+    from triton_course.vendor_peaks import PEAKS
+
+    text = _text(L01)
+    assert "the gap is what tensor cores buy" not in text
+    bf16 = PEAKS["NVIDIA H100 80GB HBM3"]["compute"]["value"]
+    assert f"494.5 on fp32 data (as tf32) and {bf16} on bf16" in text
+    assert "the FP32 units 67 TFLOP/s" in text
+    assert round(494.5 / 67) == 7 and bf16 / 494.5 == pytest.approx(2, rel=0.01)
+    assert "tensor cores buy about 7×, and bf16's narrower operands double" in text
+
+
+def test_lesson_04_does_not_call_the_cold_time_what_a_model_sees():
+    # mod-10: an input the previous kernel just wrote may still be in L2
+    text = _text(L04)
+    doc = " ".join(load_snippet("profiling").time_cuda.__doc__.split())
+    assert "as in a model" not in doc
+    assert "may still be in L2, and the kernel then runs faster" in doc
+    assert "inside a model, delivers the cold one" not in text
+    assert "the cold time is the conservative number to quote" in text
+
+
+def test_lesson_04_names_both_causes_of_the_hot_cold_gap():
+    # mod-11: a cold call pays one kernel's fixed cost per pass, the hot
+    # call's twenty passes share it; the 2^16 row shows it, checked as a
+    # claim. vs: is a ratio of rates per unit of work (hot over cold, the hot
+    # call's work twenty passes): > 2 says a hot pass runs at more than twice
+    # the cold pass's rate where the bytes are too few for the cache to matter
+    text = _text(L04)
+    assert "How much a hot cache flatters a benchmark" not in text
+    assert "which the twenty hot passes share" in text
+    assert (
+        '[[claim bench=l2_hot_add gpu=h100 value=vs:l2_cold_add is=">2" '
+        "dtype=float32 n_elements=65536]]" in text
+    )
+    src = (REPO_ROOT / "snippets" / "profiling.py").read_text()
+    assert "HOT_REPEATS = 20" in src and 'n_elements": 2**k} for k in (16,' in src
+
+
+def test_the_module_index_places_the_e4m3_dot_in_lesson_02():
+    # mod-13: lesson 02's forward kernel takes e4m3 and its accuracy table
+    # runs it; the row no longer says "an exercise"
+    fa = load_snippet("flash_attention")
+    assert fa.ACCURACY_FORMATS["fp8 e4m3"][0] is torch.float8_e4m3fn
+    assert torch.float8_e4m3fn in fa.FP8_DTYPES
+    lines = INDEX.read_text().splitlines()
+    row = next(line for line in lines if "`tl.dot` in fp8 e4m3" in line)
+    assert "an exercise of lesson 02" not in row
+    assert "lesson 02's forward kernel and accuracy table" in row
+
+
 def test_review_findings_on_ridge_rows_warps_ranges_and_l2_ceiling():
     l01, l02, l04 = _text(L01), _text(L02), _text(L04)
     # review 01 finding 7: fma_chain's side of the ridge is up to the data
@@ -450,3 +579,92 @@ def test_review_findings_on_ridge_rows_warps_ranges_and_l2_ceiling():
     # it is flagged, not the line moved
     assert "a hot kernel that beats the probe is flagged" in l04
     assert "ceiling is raised" not in l04
+
+
+# ------------------------------------- the pages' visible code (#34 item 3) ---
+_EMBED = re.compile(r'^( *)--8<-- "(\w+\.py):(\w+)"$')
+
+
+def _visible_sections(page) -> list[tuple[str, str]]:
+    """(snippet, section) of every Python block a reader sees without opening
+    a collapsed block (``??? ...``), in page order."""
+    found, opener, fence = [], "", ""
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line and not line[0].isspace():
+            opener = line
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            fence = "" if fence else stripped[3:]
+            continue
+        m = _EMBED.match(line)
+        if m and fence == "python":
+            hidden = bool(m.group(1)) and opener.startswith("???")
+            if not hidden:
+                found.append((m.group(2), m.group(3)))
+    return found
+
+
+def _section(snippet: str, name: str) -> str:
+    text = (REPO_ROOT / "snippets" / snippet).read_text(encoding="utf-8")
+    start, end = f"# --8<-- [start:{name}]\n", f"# --8<-- [end:{name}]"
+    assert start in text, (snippet, name)
+    return text.split(start, 1)[1].split(end, 1)[0]
+
+
+def _global_loads(code) -> set[str]:
+    """Every global name a code object (and the code nested in it) reads."""
+    import dis
+
+    names = {i.argval for i in dis.get_instructions(code) if i.opname == "LOAD_GLOBAL"}
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            names |= _global_loads(const)
+    return names
+
+
+@pytest.mark.parametrize("page", [L01, L02, L04], ids=lambda p: p.stem)
+def test_the_visible_code_of_the_page_is_a_whole_program(page, tmp_path):
+    # Copied top to bottom, the page's visible blocks must define everything
+    # they call: the imports first, no helper only in a collapsed block.
+    import builtins
+    import importlib.util
+
+    sections = _visible_sections(page)
+    assert sections[0][1] == "imports", f"{page.name}: the imports come first"
+    assert sections[-1][1] == "main", f"{page.name}: main() is the last block"
+    source = "\n".join(_section(s, n) for s, n in sections)
+    path = tmp_path / f"page_{page.stem.replace('-', '_')}.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # definitions only: __name__ is not main
+    assert hasattr(module, "main"), f"{page.name} shows no main() to run"
+    missing = set()
+    for value in list(vars(module).values()):
+        fn = value
+        while hasattr(fn, "fn"):  # @triton.jit and triton.autotune wrap fn
+            fn = fn.fn
+        codes = [getattr(fn, "__code__", None)]
+        if isinstance(value, type):  # autograd.Function's static methods
+            codes += [getattr(v, "__code__", None) for v in vars(value).values()]
+            codes += [
+                getattr(getattr(v, "__func__", None), "__code__", None)
+                for v in vars(value).values()
+            ]
+        for code in filter(None, codes):
+            missing |= {
+                n
+                for n in _global_loads(code)
+                if n not in vars(module) and not hasattr(builtins, n)
+            }
+    assert not missing, f"{page.name}: visible code never defines {sorted(missing)}"
+
+
+def test_the_module_says_a_t4_compiles_its_kernels_not_that_it_ran_them():
+    # the course compiles for sm_75 in CI and has never run on a T4 (the home
+    # page says so): "a Colab T4 runs them" was a claim nothing checked
+    for page in (INDEX, L01):
+        text = _text(page)
+        assert "a Colab T4, sm_75, runs them" not in text
+        assert "runs these kernels too" not in text
+        assert "but has not run them there" in text, page.name
