@@ -70,7 +70,8 @@ def strided_copy_kernel(
     stride,  # distance, in elements, between two values read
     BLOCK_SIZE: tl.constexpr,
 ):
-    pid = tl.program_id(axis=0)
+    # int64, as in fma_chain: offsets * stride reaches 2**31 sooner still
+    pid = tl.program_id(axis=0).to(tl.int64)
     offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_out
     # Neighbouring lanes read addresses `stride` elements apart: at stride 1
@@ -122,8 +123,8 @@ def persistent_copy_kernel(
     # blocks pid, pid + P, pid + 2P, ... where P is the number of programs.
     # Each thread has one load in flight at a time, so the bytes in flight
     # on an SM grow with the number of warps resident on it.
-    pid = tl.program_id(axis=0)
-    step = tl.num_programs(axis=0) * BLOCK_SIZE
+    pid = tl.program_id(axis=0).to(tl.int64)  # int64, as in fma_chain
+    step = tl.num_programs(axis=0).to(tl.int64) * BLOCK_SIZE
     for start in range(pid * BLOCK_SIZE, n_elements, step):
         offsets = start + tl.arange(0, BLOCK_SIZE)
         mask = offsets < n_elements
@@ -264,7 +265,9 @@ def fma_chain_kernel(
     ITERS: tl.constexpr,  # multiply-adds per element: the arithmetic intensity
     BLOCK_SIZE: tl.constexpr,
 ):
-    pid = tl.program_id(axis=0)
+    # int64: in int32, pid * BLOCK_SIZE would wrap round past 2**31 - 1
+    # elements (8 GiB of float32) and address memory before the tensor
+    pid = tl.program_id(axis=0).to(tl.int64)
     offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_elements
     y = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)

@@ -128,12 +128,8 @@ matmul_kernel_ungrouped = triton.autotune(
 
 
 # --8<-- [start:launcher]
-SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # Used when autotuning is unavailable (the interpreter has no GPU to time on).
 INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 4}
-# The kernel's offsets (rows * stride_am, ...) are int32, the fast choice:
-# int64 ones cost 3 to 20 % on an H100. Each matrix must stay within reach.
-MAX_OFFSET = 2**31 - 1
 
 
 def matmul(a, b, out=None, config=None, kernel=None):
@@ -143,6 +139,52 @@ def matmul(a, b, out=None, config=None, kernel=None):
     num_warps, num_stages) to skip autotuning. Any strides are accepted: a
     transposed view is read in place, without a copy.
     """
+    out = _checked_out(a, b, out)  # every input check; see the next block
+    (M, K), N = a.shape, b.shape[1]
+    if M == 0 or N == 0:
+        return out
+    if _interpreting() and a.dtype == torch.bfloat16:
+        # Laptop only: triton 3.9's interpreter computes tl.dot on bfloat16
+        # tiles wrongly. Every bfloat16 is a float32, so widening the inputs
+        # is exact; the kernel still stores into the bfloat16 out.
+        a, b = a.float(), b.float()
+    # float32 inputs: tl.dot would cut them to tf32 (10-bit mantissa) on
+    # the tensor cores; "ieee" keeps full float32, as torch.matmul does.
+    precision = "ieee" if a.dtype == torch.float32 else "tf32"
+    args = (a, b, out, M, N, K, *a.stride(), *b.stride(), *out.stride())
+
+    def grid(meta):  # one program per tile of C
+        return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+
+    if config is None and _interpreting():
+        config = INTERPRETER_CONFIG
+    if config is not None:  # the raw kernel with the blocks given
+        matmul_kernel[grid(config)](*args, INPUT_PRECISION=precision, **config)
+    else:  # the autotuner picks the blocks, then calls grid with them
+        tuned = kernel or matmul_kernel_autotuned
+        tuned[grid](*args, INPUT_PRECISION=precision)
+    return out
+
+
+def _interpreting() -> bool:
+    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
+    # Python: torch.compile cannot trace triton.knobs (a C++ call)
+    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
+    return flag in ("1", "true", "on", "yes")
+
+
+# --8<-- [end:launcher]
+
+
+# --8<-- [start:checks]
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+# The kernel computes its offsets (rows * stride_am, ...) in int32, so each
+# matrix must lie within 2**31 - 1 elements of its first one.
+MAX_OFFSET = 2**31 - 1
+
+
+def _checked_out(a, b, out):
+    """Refuse what the kernel would get wrong; return out (new if None)."""
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
         raise TypeError("matmul expects two torch.Tensor arguments")
     if a.ndim != 2 or b.ndim != 2:
@@ -161,7 +203,6 @@ def matmul(a, b, out=None, config=None, kernel=None):
     (M, K), (K2, N) = a.shape, b.shape
     if K != K2:
         raise ValueError(f"inner dimensions differ: a is {M}x{K}, b is {K2}x{N}")
-
     if out is None:
         out = torch.empty((M, N), dtype=a.dtype, device=a.device)
     elif out.shape != (M, N) or out.dtype != a.dtype or out.device != a.device:
@@ -178,7 +219,7 @@ def matmul(a, b, out=None, config=None, kernel=None):
     for name, t in (("a", a), ("b", b)):
         if _overlaps(out, t):
             # Programs would read tiles of a or b that others have already
-            # overwritten; unlike torch.matmul there is no hidden copy.
+            # overwritten.
             raise ValueError(
                 f"out shares memory with {name}: pass a new tensor (or copy "
                 f"{name} first)"
@@ -190,30 +231,6 @@ def matmul(a, b, out=None, config=None, kernel=None):
                 "int32 offsets: split the product into blocks of rows of a "
                 "(or columns of b) that each stay under it"
             )
-    if _interpreting() and a.dtype == torch.bfloat16:
-        # Laptop only: triton 3.9's interpreter computes tl.dot on bfloat16
-        # tiles wrongly. Every bfloat16 is a float32, so widening the inputs
-        # is exact; the kernel still stores into the bfloat16 out.
-        a, b = a.float(), b.float()
-    # float32 inputs: tl.dot would round them to tf32 (10-bit mantissa) on
-    # the tensor cores; "ieee" keeps full float32, as torch.matmul does.
-    precision = "ieee" if a.dtype == torch.float32 else "tf32"
-    args = (a, b, out, M, N, K, *a.stride(), *b.stride(), *out.stride())
-    extra = {"INPUT_PRECISION": precision}
-
-    if config is None and _interpreting():
-        config = INTERPRETER_CONFIG
-    if config is not None:
-        meta = dict(config)
-        grid = (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
-        matmul_kernel[grid](*args, **extra, **meta)
-    else:
-        tuned = kernel or matmul_kernel_autotuned
-
-        def grid(meta):  # one program per tile of C, sized by the chosen config
-            return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
-
-        tuned[grid](*args, **extra)
     return out
 
 
@@ -249,14 +266,7 @@ def _overlaps_itself(t) -> bool:
     return False
 
 
-def _interpreting() -> bool:
-    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
-    # Python: torch.compile cannot trace triton.knobs (a C++ call)
-    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
-    return flag in ("1", "true", "on", "yes")
-
-
-# --8<-- [end:launcher]
+# --8<-- [end:checks]
 
 
 # --8<-- [start:reference]
@@ -348,11 +358,12 @@ def main():
         print(f"{m}x{k} @ {k}x{n}: matches PyTorch on {device}")
     if device == "cuda":
         for n in (4096, 8192):
-            a, b = _bench_inputs({"M": n, "N": n, "K": n}, torch.float16, device)
-            flop = _bench_flops({"M": n, "N": n, "K": n}, torch.float16)
+            a = torch.randn(n, n, device=device, dtype=torch.float16)
+            b = torch.randn(n, n, device=device, dtype=torch.float16)
             for name, fn in (("Triton", matmul), ("cuBLAS", matmul_ref)):
                 ms = _median_ms(fn, a, b)
-                print(f"{n}^3 float16 {name:>6}: {flop / ms / 1e9:.0f} TFLOP/s")
+                # 2 n^3 operations in ms milliseconds, in TFLOP/s
+                print(f"{n}^3 float16 {name:>6}: {2 * n**3 / ms / 1e9:.0f} TFLOP/s")
 
 
 if __name__ == "__main__":

@@ -3,11 +3,12 @@
 Two steps beyond snippets/matmul.py. Tensor descriptors hand each tile copy to
 the TMA unit (one instruction per tile, edges padded with zeros by hardware,
 no address or mask arithmetic in the kernel). A persistent kernel launches one
-program per SM and lets each loop over many output tiles, so each program's
-start-up is paid once and the next tile's loads can overlap the last one's
-epilogue. It does not even out the work: with a fixed stride, 2048 tiles on
-132 programs (8192^3, 128 x 256 tiles) leave 64 programs idle for the last
-round, as 2048 one-tile programs would leave the last wave part-empty.
+program per SM (fewer if there are fewer tiles) and lets each loop over output
+tiles, so each program's start-up is paid once and the next tile's loads can
+overlap the last one's epilogue. It does not even out the work: with a fixed
+stride, 2048 tiles on 132 programs (8192^3, 128 x 256 tiles) leave 64 programs
+idle for the last round, as 2048 one-tile programs would leave the last wave
+part-empty.
 
 Run it:  TRITON_INTERPRET=1 python snippets/matmul_tma.py   (CPU, interpreter)
          python snippets/matmul_tma.py                      (NVIDIA sm_90+)
@@ -263,7 +264,6 @@ matmul_tma_persistent_kernel_autotuned = triton.autotune(CONFIGS, key=KEY)(
 
 
 # --8<-- [start:launcher]
-SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 4}
 
 
@@ -274,6 +274,76 @@ def matmul_tma(a, b, out=None, persistent=True, split_epilogue=True, config=None
     row-major N x K matrix. TMA needs 16-byte aligned base addresses and row
     strides (K and N multiples of 8 for 16-bit types, of 4 for float32).
     """
+    out, b_kmajor = _checked_tma(a, b, out)  # every input check; see below
+    (M, K), N = a.shape, b.shape[1]
+    if M == 0 or N == 0:
+        return out
+    # Device-side descriptors live in a small global scratch buffer that
+    # Triton asks this allocator for at launch time.
+    triton.set_allocator(_scratch)
+    if _interpreting() and a.dtype == torch.bfloat16:
+        # Laptop only: triton 3.9's interpreter computes tl.dot on bfloat16
+        # tiles wrongly. Widening is exact and keeps each layout (float()
+        # preserves strides); the kernel still stores into the bfloat16 out.
+        a, b = a.float(), b.float()
+    args = (a, b, out, M, N, K)
+    # float32 inputs: "ieee" instead of tl.dot's default tf32 (10-bit mantissa).
+    precision = "ieee" if a.dtype == torch.float32 else "tf32"
+    extra = {
+        "B_KMAJOR": b_kmajor,
+        "INPUT_PRECISION": precision,
+        "EPILOGUE_SPLIT": split_epilogue,
+    }
+    if persistent:
+        programs = _num_sms(a.device)
+        extra.update(NUM_PROGRAMS=programs, FLATTEN=True)
+        kernel = matmul_tma_persistent_kernel
+    else:
+        programs = None
+        kernel = matmul_tma_kernel
+
+    def grid(meta):  # one program per tile, or min(tiles, SMs) if persistent
+        tiles = triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])
+        return (min(tiles, programs) if programs else tiles,)
+
+    if config is None and _interpreting():
+        config = INTERPRETER_CONFIG
+    if config is not None:
+        kernel[grid(config)](*args, **extra, **config)
+    elif persistent:
+        matmul_tma_persistent_kernel_autotuned[grid](*args, **extra)
+    else:
+        matmul_tma_kernel_autotuned[grid](*args, **extra)
+    return out
+
+
+def _scratch(size: int, alignment: int, stream):
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+def _num_sms(device) -> int:
+    if _interpreting():
+        return 4  # the interpreter runs programs one by one: any count works
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _interpreting() -> bool:
+    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
+    # Python: torch.compile cannot trace triton.knobs (a C++ call)
+    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
+    return flag in ("1", "true", "on", "yes")
+
+
+# --8<-- [end:launcher]
+
+
+# --8<-- [start:checks]
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def _checked_tma(a, b, out):
+    """Refuse what TMA cannot load or the kernel would get wrong; return out
+    (new if None) and whether b is the transpose of a row-major N x K."""
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
         raise TypeError("matmul_tma expects two torch.Tensor arguments")
     if a.ndim != 2 or b.ndim != 2:
@@ -303,7 +373,7 @@ def matmul_tma(a, b, out=None, persistent=True, split_epilogue=True, config=None
     if not b_kmajor and b.numel() > 1 and b.stride() != (N, 1):
         raise ValueError("b must be row-major or a transposed row-major matrix")
     if M == 0 or N == 0:
-        return out
+        return out, b_kmajor
     # A row-major out cannot overlap itself, but it can share memory with an
     # input, and programs would then read tiles that others already wrote.
     for name, t in (("a", a), ("b", b)):
@@ -320,45 +390,7 @@ def matmul_tma(a, b, out=None, persistent=True, split_epilogue=True, config=None
         )
     if any(t.data_ptr() % 16 for t in (a, b, out)):
         raise ValueError("TMA needs 16-byte aligned data pointers")
-
-    # Device-side descriptors live in a small global scratch buffer that
-    # Triton asks this allocator for at launch time.
-    triton.set_allocator(_scratch)
-    if _interpreting() and a.dtype == torch.bfloat16:
-        # Laptop only: triton 3.9's interpreter computes tl.dot on bfloat16
-        # tiles wrongly. Widening is exact and keeps each layout (float()
-        # preserves strides); the kernel still stores into the bfloat16 out.
-        a, b = a.float(), b.float()
-    args = (a, b, out, M, N, K)
-    # float32 inputs: "ieee" instead of tl.dot's default tf32 rounding.
-    precision = "ieee" if a.dtype == torch.float32 else "tf32"
-    extra = {
-        "B_KMAJOR": b_kmajor,
-        "INPUT_PRECISION": precision,
-        "EPILOGUE_SPLIT": split_epilogue,
-    }
-    if persistent:
-        programs = _num_sms(a.device)
-        extra.update(NUM_PROGRAMS=programs, FLATTEN=True)
-        kernel = matmul_tma_persistent_kernel
-    else:
-        programs = None
-        kernel = matmul_tma_kernel
-
-    def grid(meta):  # tiles of C, or at most one program per SM
-        tiles = triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])
-        return (min(tiles, programs) if programs else tiles,)
-
-    if config is None and _interpreting():
-        config = INTERPRETER_CONFIG
-    if config is not None:
-        meta = dict(config)
-        kernel[grid(meta)](*args, **extra, **meta)
-    elif persistent:
-        matmul_tma_persistent_kernel_autotuned[grid](*args, **extra)
-    else:
-        matmul_tma_kernel_autotuned[grid](*args, **extra)
-    return out
+    return out, b_kmajor
 
 
 def _overlaps(x, y) -> bool:
@@ -376,24 +408,7 @@ def _overlaps(x, y) -> bool:
     return x0 < y1 and y0 < x1
 
 
-def _scratch(size: int, alignment: int, stream):
-    return torch.empty(size, dtype=torch.int8, device="cuda")
-
-
-def _num_sms(device) -> int:
-    if _interpreting():
-        return 4  # the interpreter runs programs one by one: any count works
-    return torch.cuda.get_device_properties(device).multi_processor_count
-
-
-def _interpreting() -> bool:
-    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
-    # Python: torch.compile cannot trace triton.knobs (a C++ call)
-    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
-    return flag in ("1", "true", "on", "yes")
-
-
-# --8<-- [end:launcher]
+# --8<-- [end:checks]
 
 
 # --8<-- [start:reference]
@@ -507,11 +522,12 @@ def main():
         print(f"{m}x{k} @ {k}x{n}: matches PyTorch on {device}")
     if device == "cuda":
         for n in (4096, 8192):
-            a, b = _bench_inputs({"M": n, "N": n, "K": n}, torch.float16, device)
-            flop = _bench_flops({"M": n, "N": n, "K": n}, torch.float16)
+            a = torch.randn(n, n, device=device, dtype=torch.float16)
+            b = torch.randn(n, n, device=device, dtype=torch.float16)
             for name, fn in (("Triton", matmul_tma), ("cuBLAS", matmul_ref)):
                 ms = _median_ms(fn, a, b)
-                print(f"{n}^3 float16 {name:>6}: {flop / ms / 1e9:.0f} TFLOP/s")
+                # 2 n^3 operations in ms milliseconds, in TFLOP/s
+                print(f"{n}^3 float16 {name:>6}: {2 * n**3 / ms / 1e9:.0f} TFLOP/s")
 
 
 if __name__ == "__main__":

@@ -163,12 +163,80 @@ def test_frameworks_paragraph_states_what_the_compiled_kernel_does(
     ) in text
 
 
+def test_the_triton_version_indexes_in_64_bits_like_the_cuda_one(frameworks_kernel):
+    # review 2026-11-26 (ser2-09): int32 offsets wrapped negative past 2**31
+    # elements while the mask still passed; CUDA C++ indexes with long long
+    block, k = frameworks_kernel
+    assert re.search(rf"arith\.addi [^\n]*: tensor<{block}xi64", k["ttgir"])
+    assert not re.search(rf"arith\.addi [^\n]*: tensor<{block}xi32", k["ttgir"])
+    src = (REPO_ROOT / "snippets" / "vector_add_frameworks.py").read_text("utf-8")
+    assert "long long i" in src
+
+
+_AMD_DESCRIPTORS = r"""
+import json
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+
+@triton.jit
+def desc_copy(x_ptr, out_ptr, M, N, BLOCK: tl.constexpr):
+    src = tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [BLOCK, BLOCK])
+    dst = tl.make_tensor_descriptor(out_ptr, [M, N], [N, 1], [BLOCK, BLOCK])
+    dst.store([0, 0], src.load([0, 0]))
+
+
+sig = {"x_ptr": "*fp16", "out_ptr": "*fp16", "M": "i32", "N": "i32",
+       "BLOCK": "constexpr"}
+src = ASTSource(fn=desc_copy, signature=sig, constexprs={(4,): 64},
+                attrs={(i,): [["tt.divisibility", 16]] for i in range(4)})
+k = triton.compile(src, target=GPUTarget("hip", "gfx942", 64))
+print(json.dumps({"stages": sorted(k.asm), "ttir": k.asm["ttir"]}))
+"""
+
+
+def test_tensor_descriptors_compile_for_amd_as_pointer_loads(tmp_path):
+    # review 2026-11-26 (ser2-12): the feature is not NVIDIA-specific, the
+    # TMA hardware is; MI300 (gfx942) has no tensor data mover
+    script = tmp_path / "amd_descriptors.py"  # triton.jit reads a file
+    script.write_text(_AMD_DESCRIPTORS, encoding="utf-8")
+    k = compile_in_subprocess(script, timeout=300)
+    assert "hsaco" in k["stages"]
+    assert "tt.descriptor_load" not in k["ttir"] and "tt.load" in k["ttir"]
+    text = _page("reference/triton-at-a-glance.md")
+    assert "tensor descriptors tuned for Hopper) are NVIDIA-specific" not in text
+    assert "compile for AMD GPUs too" in text and "plain pointer loads" in text
+
+
+def test_reference_states_the_review_of_2026_11_26_as_fixed():
+    text = _page("reference/triton-at-a-glance.md")
+    raw = (DOCS / "reference/triton-at-a-glance.md").read_text("utf-8")
+    # ser2-06: a bare launch is traced with no wrapper (the GPU runner
+    # compiles it with fullgraph=True); triton_op is for operator behaviour
+    assert "lets `torch.compile` trace through it instead of breaking" not in text
+    assert "plain Python launcher that calls a `@triton.jit` kernel" in text
+    autograd_tests = (REPO_ROOT / "tests/test_softmax_autograd.py").read_text()
+    assert '"direct_launch"' in autograd_tests and "fullgraph=True" in autograd_tests
+    # ser2-07: two persistent versions within their spreads are not ranked
+    assert "whose fastest Hopper version" not in text
+    for bench in ("matmul_tma_persistent", "matmul_tma_persistent_split"):
+        assert f"[[measured bench={bench} gpu=h100 value=ratio:cuBLAS" in raw
+    # ser2-09: the SASS shown is vector_add.py's kernel, not add_kernel
+    assert "as the course's vector-addition kernel does in the [SASS above]" in text
+    # ser2-10: the helper add_numba calls, and the imports, are shown
+    assert "The `np.row_stack` lines in `add_numba`" not in text
+    for section in ("imports", "numba_compat"):
+        assert f'--8<-- "vector_add_frameworks.py:{section}"' in raw
+
+
 def test_reference_says_how_many_of_the_tools_have_the_kernel():
     text = _page("reference/triton-at-a-glance.md")
     raw = (DOCS / "reference/triton-at-a-glance.md").read_text("utf-8")
     table = re.findall(r"^\| \*\*([^*]+)\*\* \|", raw, flags=re.M)
     written = set(re.findall(r'--8<-- "vector_add_frameworks\.py:(\w+)"', raw))
-    written -= {"checks", "benchmark"}
+    written -= {"imports", "checks", "numba_compat", "benchmark"}  # not a tool
     assert len(table) == 6 and len(written) == 4, (table, written)
     assert "one small kernel written in each" not in text
     assert "written in each framework" not in text

@@ -4,9 +4,24 @@ Under the interpreter tl.dot runs in NumPy, so tiles stay small (16 or 32) and
 so do the matrices: the whole module takes well under a minute on a CPU.
 """
 
+import ast
+import os
+import re
+import subprocess
+import sys
+
 import pytest
 import torch
-from conftest import DEVICE, TOLERANCES, assert_close, load_snippet, poison_
+from conftest import (
+    DEVICE,
+    REPO_ROOT,
+    SNIPPETS,
+    TOLERANCES,
+    assert_close,
+    compile_in_subprocess,
+    load_snippet,
+    poison_,
+)
 
 mm = load_snippet("matmul")
 
@@ -272,10 +287,9 @@ def test_other_values_leave_the_interpreter_off(value, monkeypatch):
         mm.matmul(torch.randn(4, 3), torch.randn(3, 2))
 
 
-# issue #28: the kernel's offsets are int32 (int64 ones cost 3 to 20 % on an
-# H100), so the launcher refuses a matrix whose last element lies 2**31 or
-# more elements past its first. Meta tensors report such shapes without
-# allocating anything; nothing is launched.
+# issue #28: the kernel's offsets are int32, so the launcher refuses a matrix
+# whose last element lies 2**31 or more elements past its first. Meta tensors
+# report such shapes without allocating anything; nothing is launched.
 @pytest.mark.parametrize(
     "shapes",
     [
@@ -373,3 +387,251 @@ def test_benchmark_description():
         a, b = bench["make_inputs"]({"M": 3, "N": 5, "K": 4}, torch.float16, DEVICE)
         assert a.shape == (3, 4) and b.shape == (4, 5)
         assert "cuBLAS" in bench["peers"]
+
+
+# ------------------------------------------------------ the page's claims ---
+# (independent review of 2026-11-26, ser1: docs/triton-series/tiled-gemm.md)
+PAGE = REPO_ROOT / "docs" / "triton-series" / "tiled-gemm.md"
+_EMBED = re.compile(r'^\s*--8<--\s+"([\w.]+\.py):([\w-]+)"\s*$')
+
+
+def _page_text() -> str:
+    return " ".join(PAGE.read_text(encoding="utf-8").split())
+
+
+def _python_blocks(markdown: str) -> list[tuple[bool, str, list[str]]]:
+    """Each ```python block of a page: (inside a collapsed ??? block, its
+    title, its lines)."""
+    blocks, collapsed_at, fence, title, lines = [], None, None, "", []
+    for line in markdown.splitlines():
+        indent = len(line) - len(line.lstrip())
+        if fence is not None:
+            if line.strip() == "```":
+                blocks.append((collapsed_at is not None, title, lines))
+                fence, lines = None, []
+            else:
+                lines.append(line)
+            continue
+        if collapsed_at is not None and line.strip() and indent <= collapsed_at:
+            collapsed_at = None  # the collapsed block ended
+        start = re.fullmatch(r'```python(?: title="([^"]*)")?', line.strip())
+        if line.lstrip().startswith("??? "):
+            collapsed_at = indent
+        elif start:
+            fence, title = indent, start.group(1) or ""
+    return blocks
+
+
+def _lines(code: str) -> list[str]:
+    return [line.strip() for line in code.splitlines() if line.strip()]
+
+
+def _inside(part: str, whole: str) -> bool:
+    want, have = _lines(part), _lines(whole)
+    return any(
+        have[i : i + len(want)] == want for i in range(len(have) - len(want) + 1)
+    )
+
+
+def page_program(markdown: str) -> str:
+    """The page's visible code in order, as one program. A block titled
+    "excerpt" repeats a piece of another block (the kernel's K loop) to
+    explain it: it is read, not run twice."""
+    from triton_course.notebooks import snippet_section
+
+    program, excerpts = [], []
+    for collapsed, title, lines in _python_blocks(markdown):
+        if collapsed:
+            continue
+        code = []
+        for line in lines:
+            m = _EMBED.match(line)
+            code.append(snippet_section(*m.groups()) if m else line)
+        (excerpts if title.startswith("excerpt") else program).append("\n".join(code))
+    for excerpt in excerpts:  # an excerpt must be a piece of a block that runs
+        assert any(_inside(excerpt, block) for block in program), excerpt[:200]
+    return "\n\n".join(program)
+
+
+def _top_level_names(tree) -> set[str]:
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def test_the_pages_visible_code_is_a_whole_program():
+    # #34: copied in order, the visible blocks run; nothing they call lives
+    # only in a collapsed block or off the page (ser1-21: _tile_coords)
+    program = page_program(PAGE.read_text(encoding="utf-8"))
+    tree = ast.parse(program)
+    defined = _top_level_names(tree)
+    snippet_names = set()
+    for name in ("matmul.py", "matmul_tma.py"):
+        snippet_names |= _top_level_names(ast.parse((SNIPPETS / name).read_text()))
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    assert used & snippet_names <= defined, sorted((used & snippet_names) - defined)
+    assert {"matmul", "matmul_tma", "_tile_coords", "main"} <= defined
+
+
+def test_the_page_program_finds_a_name_that_only_a_collapsed_block_defines():
+    page = (
+        '```python\n--8<-- "matmul.py:imports"\n```\n\n'
+        '??? info "hidden"\n\n    ```python\n    def helper():\n'
+        "        return 1\n    ```\n\n```python\nprint(helper())\n```\n"
+    )
+    program = page_program(page)
+    assert "def helper" not in program and "print(helper())" in program
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="the page's program, interpreted")
+def test_the_pages_visible_code_runs_in_order(tmp_path):
+    script = tmp_path / "tiled_gemm_page.py"  # triton.jit reads source files
+    script.write_text(page_program(PAGE.read_text(encoding="utf-8")))
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("matches PyTorch on cpu") == 4, done.stdout
+
+
+def test_no_unmeasured_cost_and_no_torch_matmul_promise_in_the_snippet():
+    # ser1-19: "int64 ones cost 3 to 20 % on an H100" was measured nowhere;
+    # ser1-12: "unlike torch.matmul there is no hidden copy" contradicted the
+    # page (torch.matmul(out=a) is wrong on the CPU)
+    source = (SNIPPETS / "matmul.py").read_text(encoding="utf-8")
+    assert "int64 ones cost" not in source and "hidden copy" not in source
+    assert "computes its offsets (rows * stride_am, ...) in int32" in source
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="what torch 2.13 does on the CPU")
+def test_torch_matmul_into_one_of_its_inputs_is_wrong_on_the_cpu(seeded):
+    # ser1-12: zeros in float32, wrong values in float16 and bfloat16
+    for dtype in DTYPES:
+        a, b = rand(64, 64, dtype=dtype), rand(64, 64, dtype=dtype)
+        want = expected(a, b)
+        x = a.clone()
+        torch.matmul(x, b, out=x)
+        if dtype == torch.float32:
+            assert torch.equal(x, torch.zeros_like(x))
+        else:
+            assert not torch.allclose(x.double(), want, rtol=0.1, atol=1.0), dtype
+    page = _page_text()
+    assert "gets this right on a CUDA GPU" in page
+    assert "returns zeros in float32 and wrong values in float16 and bfloat16" in page
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_torch_matmul_into_one_of_its_inputs_is_right_on_a_gpu(dtype, seeded):
+    # the page: "torch.matmul(a, b, out=a) gets this right on a CUDA GPU"
+    a, b = rand(256, 256, dtype=dtype), rand(256, 256, dtype=dtype)
+    want = torch.matmul(a.clone(), b)
+    torch.matmul(a, b, out=a)
+    assert_close(a, want.double(), **product_tolerance(dtype, 256))
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="the interpreter's conversion")
+def test_the_interpreter_truncates_a_bfloat16_result(seeded):
+    # ser1-14 (this page's and notebook's instance): float32 -> bfloat16 in
+    # the interpreter cuts the low bits; a GPU rounds to nearest
+    a, b = rand(64, 64, dtype=torch.bfloat16), rand(64, 64, dtype=torch.bfloat16)
+    got = mm.matmul(a, b, config=SMALL)
+    full = mm.matmul(a.float(), b.float(), config=SMALL)
+    cut = (full.view(torch.int32) & -(2**16)).view(torch.float32).bfloat16()
+    assert torch.equal(got, cut)
+    differ = (got != full.bfloat16()).float().mean().item()
+    assert 0.3 < differ < 0.7  # "about half of the elements"
+    nearest = full.bfloat16().float().abs()
+    assert (got.float().abs() <= nearest).all()  # "closer to zero"
+    assert "about half of the elements of a bfloat16 product end one step" in (
+        _page_text()
+    )
+    recipe = (REPO_ROOT / "notebooks" / "tiled_gemm.md").read_text(encoding="utf-8")
+    assert "slower, but the same results" not in recipe
+    assert "by cutting off the low bits" in " ".join(recipe.split())
+
+
+# What the page says the compiler emits (sm_90 and sm_80, no GPU needed).
+_CODEGEN = r"""
+import json, re, sys
+from pathlib import Path
+from triton_course import codegen, excerpts
+
+mm = excerpts._load(Path("snippets/matmul.py"))
+names = ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk",
+         "stride_cm"]
+const = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLOCK_N": 64,
+         "BLOCK_K": 32, "GROUP_M": 8}
+
+
+def compile_(arch, dtype, block_m, warps, precision="tf32"):
+    sig = dict.fromkeys(names, "i32") | dict.fromkeys(
+        ("a_ptr", "b_ptr", "c_ptr"), f"*{dtype}")
+    sig |= dict.fromkeys([*const, "BLOCK_M", "INPUT_PRECISION"], "constexpr")
+    order = ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_ak",
+             "stride_bk", "stride_bn", "stride_cm", "stride_cn", "BLOCK_M",
+             "BLOCK_N", "BLOCK_K", "GROUP_M", "INPUT_PRECISION"]
+    sig = {k: sig[k] for k in order}
+    return codegen.compile_for(
+        mm.matmul_kernel, arch, sig,
+        const | {"BLOCK_M": block_m, "INPUT_PRECISION": precision},
+        ["a_ptr", "b_ptr", "c_ptr", "stride_am", "stride_bk", "stride_cm"],
+        num_warps=warps)["ptx"]
+
+
+out = {}
+for warps in (2, 4):
+    out[f"fp16-w{warps}"] = codegen.dot_instruction(compile_(90, "fp16", 64, warps))
+for arch in (80, 90):
+    ptx = compile_(arch, "fp32", 64, 4)
+    out[f"tf32-{arch}"] = {
+        "cvt_to_tf32": bool(re.search(r"cvt\.\w+\.tf32", ptx)),
+        "tf32_dot": bool(re.search(r"(mma\.sync|wgmma)\S*\.tf32\.tf32", ptx)),
+    }
+ptx = compile_(90, "bf16", 64, 4)
+out["bf16-store"] = sorted(set(re.findall(r"cvt\.rn\S*bf16\S*", ptx)))
+json.dump(out, sys.stdout)
+"""
+
+
+def test_what_the_page_says_tl_dot_compiles_to():
+    found = compile_in_subprocess(_CODEGEN)
+    # ser1-16: wgmma needs a whole warp group, not only 64 rows
+    assert found["fp16-w2"].startswith("mma.sync"), found
+    assert found["fp16-w4"].startswith("wgmma"), found
+    assert all(c.num_warps >= 4 for c in mm.CONFIGS)  # "every config"
+    # ser1-11: tf32 operands reach the tensor cores unrounded (truncated)
+    for arch in (80, 90):
+        assert found[f"tf32-{arch}"] == {"cvt_to_tf32": False, "tf32_dot": True}
+    # the store of a bfloat16 C rounds to nearest on the GPU
+    assert found["bf16-store"], found
+    page = _page_text()
+    assert "computed by a whole warp group, `num_warps` of at least 4" in page
+    assert "the PTX has no `cvt.rna.tf32.f32`" in page
+    assert "each operand is truncated" in page and "rounded to 10" not in page
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("warps", [2, 4], ids=["mma.sync", "wgmma-on-sm90"])
+def test_tf32_truncates_the_operands_on_a_gpu(warps, seeded):
+    # ser1-11: the page says tf32 truncates; A @ I shows each operand as the
+    # tensor cores read it (one product, added to zeros: no other rounding)
+    if torch.cuda.get_device_capability() < (8, 0):
+        pytest.skip("no tf32 tensor cores before sm_80")
+    a, eye = rand(64, 64), torch.eye(64, device="cuda")
+    out = torch.empty_like(a)
+    mm.matmul_kernel[(1,)](
+        a, eye, out, 64, 64, 64, *a.stride(), *eye.stride(), *out.stride(),
+        BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=1, INPUT_PRECISION="tf32",
+        num_warps=warps,
+    )  # fmt: skip
+    cut = (a.view(torch.int32) & -(2**13)).view(torch.float32)
+    assert torch.equal(out, cut)
+    assert not torch.equal(out, a)

@@ -7,7 +7,15 @@ these tests need compute capability 9.0 (Hopper) or newer.
 
 import pytest
 import torch
-from conftest import DEVICE, TOLERANCES, assert_close, load_snippet, poison_
+from conftest import (
+    DEVICE,
+    REPO_ROOT,
+    TOLERANCES,
+    assert_close,
+    compile_in_subprocess,
+    load_snippet,
+    poison_,
+)
 
 mt = load_snippet("matmul_tma")
 
@@ -226,3 +234,89 @@ def test_benchmark_description():
         )
         for size in bench["sizes"]:  # every benchmark shape must suit TMA
             assert size["K"] % 8 == 0 and size["N"] % 8 == 0
+
+
+# ------------------------------------------------------ the page's claims ---
+# (independent review of 2026-11-26, ser1: docs/triton-series/tiled-gemm.md)
+def _page_text() -> str:
+    path = REPO_ROOT / "docs" / "triton-series" / "tiled-gemm.md"
+    return " ".join(path.read_text(encoding="utf-8").split())
+
+
+class _Recorder:
+    """Stands in for a kernel: records the grid of each launch."""
+
+    def __init__(self):
+        self.grids = []
+
+    def __getitem__(self, grid):
+        self.grids.append(grid)
+        return lambda *args, **kwargs: None
+
+
+@pytest.mark.parametrize(
+    "m, sms, programs", [(32, 132, 2), (160, 132, 10), (160, 4, 4)]
+)  # 16-row tiles over N = 16: m / 16 tiles
+def test_a_persistent_launch_starts_min_tiles_sms(m, sms, programs, monkeypatch):
+    # ser1-13: not "exactly as many programs as there are SMs": with fewer
+    # tiles than SMs (512^3 with 64 x 64 tiles: 64) each program gets one
+    recorder = _Recorder()
+    monkeypatch.setattr(mt, "matmul_tma_persistent_kernel", recorder)
+    monkeypatch.setattr(mt, "_num_sms", lambda device: sms)
+    mt.matmul_tma(rand(m, 16), rand(16, 16), persistent=True, config=SMALL)
+    assert recorder.grids == [(programs,)]
+    page = _page_text()
+    assert "launches exactly as many programs as there are SMs" not in page
+    assert "the launcher's grid is `min(tiles, NUM_PROGRAMS)`" in page
+
+
+_DESCRIPTORS = r"""
+import json, sys
+from pathlib import Path
+from triton_course import codegen, excerpts
+
+tma = excerpts._load(Path("snippets/matmul_tma.py"))
+names = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "B_KMAJOR",
+         "INPUT_PRECISION", "EPILOGUE_SPLIT")
+tile = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8,
+        "B_KMAJOR": False, "INPUT_PRECISION": "tf32", "EPILOGUE_SPLIT": True}
+base = dict.fromkeys(("a_ptr", "b_ptr", "c_ptr"), "*fp16")
+base |= dict.fromkeys(("M", "N", "K"), "i32") | dict.fromkeys(names, "constexpr")
+out = {}
+for persistent in (True, False):
+    kernel = tma.matmul_tma_persistent_kernel if persistent else tma.matmul_tma_kernel
+    extra = {"NUM_PROGRAMS": 132, "FLATTEN": True} if persistent else {}
+    ttgir = codegen.compile_for(
+        kernel, 90, base | dict.fromkeys(extra, "constexpr"), tile | extra,
+        ["a_ptr", "b_ptr", "c_ptr"], num_warps=4, num_stages=4)["ttgir"]
+    out[str(persistent)] = [ttgir.count(f"ttng.{op}") for op in (
+        "tensormap_create", "tensormap_fenceproxy_acquire")]
+json.dump(out, sys.stdout)
+"""
+
+
+def test_each_tma_program_builds_three_descriptors_each_fenced():
+    # ser1-08: at 512^3 nothing persists; what the TMA kernels add before
+    # their first load is three device-side descriptors, each with a fence
+    found = compile_in_subprocess(_DESCRIPTORS)
+    assert found == {"True": [3, 3], "False": [3, 3]}
+    assert all(c.num_stages in (3, 4) for c in mt.CONFIGS)  # "three or four"
+    page = _page_text()
+    assert "three `ttng.tensormap_create` and three" in page
+    assert "`ttng.tensormap_fenceproxy_acquire`" in page
+    assert "What only the persistent kernel adds is set-up" not in page
+    assert "Nor does persistence" in page
+
+
+def test_the_notebook_points_at_the_support_table_it_means():
+    # ser1-05: the TMA kernels' table is on the tiled-GEMM page, not lesson 01
+    recipe = (REPO_ROOT / "notebooks" / "tiled_gemm.md").read_text(encoding="utf-8")
+    recipe = " ".join(recipe.split())
+    assert "lesson 01's table" not in recipe
+    assert '"Which GPUs run these kernels" on the tiled-GEMM page' in recipe
+    page = (REPO_ROOT / "docs" / "triton-series" / "tiled-gemm.md").read_text()
+    heading = page.index("## Which GPUs run these kernels")
+    assert "[[support matmul matmul_tma]]" in page[heading:]
+    for other in (REPO_ROOT / "docs").rglob("*.md"):
+        if other.name != "tiled-gemm.md":
+            assert "matmul_tma]]" not in other.read_text(encoding="utf-8"), other

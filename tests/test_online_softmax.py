@@ -3,7 +3,7 @@ statistics, edge values, strides, and every input error."""
 
 import pytest
 import torch
-from conftest import DEVICE, assert_close, load_snippet, poison_
+from conftest import DEVICE, REPO_ROOT, assert_close, load_snippet, poison_
 
 om = load_snippet("online_softmax")
 
@@ -259,6 +259,20 @@ def test_out_sharing_memory_with_x_is_refused(seeded):
         om.online_softmax(buffer[:3], out=buffer[1:])
 
 
+def test_out_beside_x_in_one_buffer_is_allowed(seeded):
+    # review 2026-11-26 (ser2-11): two column blocks of one buffer interleave
+    # in memory but share no element; a first-to-last span test refused them
+    buffer = poison_(torch.empty(3, 6000, device=DEVICE))
+    x, out = buffer[:, :3000], buffer[:, 3000:]
+    x.copy_(torch.randn(3, 3000, device=DEVICE))
+    want = expected(x)
+    assert om.online_softmax(x, out=out, block_size=256, chunk=1024) is out
+    assert_close(out, want)
+    flat = torch.randn(2 * 9000 - 1, device=DEVICE)
+    with pytest.raises(ValueError, match="out shares memory with x"):
+        om.online_softmax(flat[:9000].view(3, 3000), out=flat[8999:].view(3, 3000))
+
+
 def test_out_is_x_works_in_place(seeded):
     base = torch.randn(6, 900, device=DEVICE)
     x = base[::2, 50:850]
@@ -299,3 +313,27 @@ def test_benchmark_description_is_complete(seeded):
     (x,) = bench["make_inputs"]({"n_rows": 3, "n_cols": 5000}, torch.float32, DEVICE)
     assert_close(bench["triton"](x), expected(x))
     assert_close(bench["peers"]["PyTorch eager"](x), expected(x))
+
+
+# ------------------------------------------------------- page statements ---
+def test_the_page_says_how_the_checker_sees_a_missing_rescale():
+    # review 2026-11-26 (ser2-02): a shift fixed by the first tile passed
+    # every case; the checker now holds a long row whose maximum comes last
+    from triton_course.exercises import online_logsumexp as ex
+
+    gen = torch.Generator().manual_seed(0)
+    late = [c for c in ex.EXERCISE.cases if c.get("late_max")]
+    assert late, "no case with a late maximum: the page's sentence is false"
+    for case in late:
+        (x,) = ex.make_inputs(case, torch.float32, gen)
+        assert x.shape[1] >= ex.LONG_ROW
+        first_tile = x[:, :4096].amax(dim=1, keepdim=True)
+        # what a fixed shift from the first tile gives: exp overflows float32
+        assert torch.isinf(torch.exp(x - first_tile).sum(dim=1)).all()
+    page = " ".join(
+        (REPO_ROOT / "docs/triton-series/online-softmax.md").read_text().split()
+    )
+    assert "in those rows of 40 000 the last element is the maximum" in page
+    assert "exercises/solutions/online_logsumexp.py" in page
+    # the target's verdict sits in the table, not in running prose
+    assert "Judged at every size: on the H100 the target is" not in page

@@ -459,7 +459,10 @@ def test_vector_add_refuses_a_partly_overlapping_out_and_the_page_says_so():
     assert torch.equal(mod.vector_add(x, x, out=x), want)
     page = _page("triton-series/vector-addition.md")
     assert "partly overlaps `x` or `y`** (the same memory" in page
-    assert "is *not* refused" not in page and "a few elements) is refused" in page
+    assert "is *not* refused" not in page
+    # the list is of what the launcher stops (ser1-02 rewrote it)
+    assert "Most of the checks stop an input" in page
+    assert "a few elements): programs would read elements that another" in page
     assert "that says what to change" not in page  # review #5
 
 
@@ -648,3 +651,253 @@ def test_exercise_pages_say_what_their_checkers_check():
     gemm = _page("triton-series/tiled-gemm.md")
     assert "a `ValueError` for them fails" in gemm
     assert "A bias epilogue done in PyTorch after the kernel fails" in gemm
+
+
+# ------------------------------------ review of 2026-11-26 (ser1, l03, mod) ---
+def _setup_cell(monkeypatch, capsys, capability):
+    """Run the notebooks' first cell as if on a GPU of this compute capability
+    (None: no GPU); return its globals and what it printed."""
+    import types
+
+    import numpy
+
+    text = (REPO_ROOT / "notebooks" / "_setup.py").read_text(encoding="utf-8")
+    cell = text.split("# --8<-- [start:setup]", 1)[1].split("# --8<-- [end:setup]")[0]
+    props = types.SimpleNamespace(
+        name="Test GPU", major=capability and capability[0],
+        minor=capability and capability[1], shared_memory_per_block_optin=99 * 1024,
+    )  # fmt: skip
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: capability is not None)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: props)
+    # the cell may switch the interpreter on and quieten NumPy: undo both
+    monkeypatch.setenv("TRITON_INTERPRET", os.environ.get("TRITON_INTERPRET", "0"))
+    saved = numpy.geterr()
+    try:
+        scope: dict = {}
+        exec(cell, scope)
+    finally:
+        numpy.seterr(**saved)
+    return scope, capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "capability, device, says",
+    [
+        ((9, 0), "cuda", None),
+        ((8, 0), "cuda", None),
+        ((7, 5), "cuda", "compiles its kernels for 7.5 in CI"),
+        ((7, 0), "cuda", "does not compile its kernels for it"),
+        ((6, 1), "cpu", "below the 7.0 that PyTorch asks of a GPU"),
+        (None, "cpu", "no CUDA GPU here"),
+    ],
+)
+def test_the_setup_cell_uses_every_gpu_pytorch_gives_triton(
+    capability, device, says, monkeypatch, capsys
+):
+    # ser1-04, l03-09, mod-14: 7.5 was the course's cut-off, not Triton's;
+    # triton compiles for sm_70 (and sm_60), torch's has_triton() asks >= 7.0
+    scope, out = _setup_cell(monkeypatch, capsys, capability)
+    assert scope["DEVICE"] == device
+    assert "needs compute capability 7.5" not in out
+    if says:
+        assert says in out
+    below_support = capability is not None and (7, 0) <= capability < (8, 0)
+    assert ("tl.dot runs here without tensor cores" in out) == below_support
+    from torch.utils import _triton
+
+    with open(_triton.__file__, encoding="utf-8") as f:
+        assert ".major >= 7" in f.read()  # the floor the cell names
+
+
+def test_the_setup_cell_says_which_launcher_sizes_tiles_to_shared_memory():
+    # l03-10: only lesson 02's attention launcher reads the GPU's shared memory
+    text = (REPO_ROOT / "notebooks" / "_setup.py").read_text(encoding="utf-8")
+    assert "The launchers size their tiles" not in text
+    assert "attention launcher sizes its" in text
+    readers = [
+        p.name
+        for p in (REPO_ROOT / "snippets").glob("*.py")
+        if "shared_memory_per_block" in p.read_text(encoding="utf-8")
+    ]
+    assert readers == ["flash_attention.py"], readers
+
+
+_SIXTEEN_BIT_ADD = r"""
+import json, re, sys
+from triton_course import codegen
+from triton_course.snippet_modules import load_file
+
+va = load_file("snippets/vector_add.py")
+out = {}
+for dtype, arch in (("fp16", 75), ("fp16", 80), ("fp16", 90), ("bf16", 90)):
+    sig = {"x_ptr": f"*{dtype}", "y_ptr": f"*{dtype}", "out_ptr": f"*{dtype}",
+           "n_elements": "i32", "BLOCK_SIZE": "constexpr"}
+    k = codegen.compile_kernel(va.vector_add_kernel, arch, sig, {"BLOCK_SIZE": 1024},
+                               ["x_ptr", "y_ptr", "out_ptr", "n_elements"])
+    found = re.findall(r"\b(add\.[a-z0-9]+)", k.asm["ptx"])
+    out[f"{dtype} {arch}"] = sorted(set(found))
+json.dump(out, sys.stdout)
+"""
+
+
+def test_one_16_bit_add_is_emitted_as_a_16_bit_add():
+    # ser1-22: the float32 detour of one addition gives the 16-bit sum, and
+    # LLVM narrows it; the page must not say the add happens in float32
+    adds = _compile(_SIXTEEN_BIT_ADD)
+    for key in ("fp16 75", "fp16 80", "fp16 90"):
+        assert "add.f16x2" in adds[key] and "add.f32" not in adds[key], adds
+    assert "add.bf16x2" in adds["bf16 90"] and "add.f32" not in adds["bf16 90"]
+    page = _page("triton-series/vector-addition.md")
+    assert "the PTX for float16 has `add.f16x2`, not `add.f32`" in page
+    assert "the conversion is free" not in page
+    kernel = (REPO_ROOT / "snippets" / "vector_add.py").read_text(encoding="utf-8")
+    assert "the wider add costs nothing" not in kernel
+
+
+def test_the_vector_addition_checks_are_described_as_the_launcher_does_them():
+    # ser1-02, ser1-10: several checks stop silent wrong answers, and the
+    # messages the page quotes as advice are the launcher's own
+    page = _page("triton-series/vector-addition.md")
+    assert "only one of them guards against a silent wrong answer" not in page
+    assert "only state what differs" not in page
+    assert "Most of the checks stop an input that the kernel would turn" in page
+    source = (REPO_ROOT / "snippets" / "vector_add.py").read_text(encoding="utf-8")
+    for advice in ("call .contiguous()", "set \"\n            \"TRITON_INTERPRET=1",
+                   "use one of", "pass a new tensor"):  # fmt: skip
+        assert advice in source, advice
+    for said in ("call `.contiguous()`", "set `TRITON_INTERPRET=1`",
+                 "use one of the supported dtypes", "pass a new `out`"):  # fmt: skip
+        assert said in page, said
+
+
+def test_the_interpreters_bfloat16_truncation_is_on_the_pages():
+    # ser1-14 (tests/test_interpreter_gaps.py shows the truncation itself)
+    assert "cuts off the low bits where a GPU rounds to nearest" in _page(
+        "triton-series/index.md"
+    )
+    assert "by cutting off the low bits, where a GPU rounds to nearest" in _page(
+        "triton-series/vector-addition.md"
+    )
+    assert "the interpreter truncates where a GPU rounds" in _page("index.md")
+    recipe = (REPO_ROOT / "notebooks" / "vector_addition.md").read_text("utf-8")
+    assert "slower, but the same results" not in recipe
+
+
+_MLIR_DUMP = r"""
+import json, os, re, subprocess, sys
+script = '''
+from triton_course import codegen
+from triton_course.snippet_modules import load_file
+va = load_file("snippets/vector_add.py")
+sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32",
+       "n_elements": "i32", "BLOCK_SIZE": "constexpr"}
+codegen.compile_kernel(va.vector_add_kernel, 90, sig, {"BLOCK_SIZE": 1024})
+'''
+env = dict(os.environ, MLIR_ENABLE_DUMP="1", TRITON_ALWAYS_COMPILE="1")
+done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                      text=True, timeout=300)
+heads = re.findall(r"// -----// (.*?)IR Dump (Before|After) (\S+)",
+                   done.stdout + done.stderr)
+json.dump([[w, h, p] for w, h, p in heads], sys.stdout)
+"""
+
+
+def test_mlir_enable_dump_prints_the_ir_before_each_pass():
+    # ser1-15: "after every compiler pass" was wrong
+    heads = _compile(_MLIR_DUMP)
+    before = [p for where, h, p in heads if h == "Before" and not where]
+    after = [p for where, h, p in heads if h == "After" and not where]
+    assert len(before) > 20 and not after, heads[:5]
+    page = _page("triton-series/index.md")
+    assert "prints the IR after every compiler pass" not in page
+    assert "`MLIR_ENABLE_DUMP=1` prints the IR before each MLIR pass" in page
+
+
+def test_the_attention_grid_folds_batch_and_heads_into_one_axis():
+    # ser1-17: no kernel of the course uses a third grid axis
+    sources = {
+        p.name: p.read_text(encoding="utf-8")
+        for p in (REPO_ROOT / "snippets").glob("*.py")
+    }
+    assert not any(
+        re.search(r"program_id\((axis=)?2\)", s) for s in sources.values()
+    ), "a kernel uses a third axis: update the series index"
+    grids = re.findall(r"grid = \((.*)\)", sources["flash_attention.py"])
+    assert grids and all(g.endswith("batch * heads") for g in grids), grids
+    page = _page("triton-series/index.md")
+    assert "attention kernels use a third for the batch and heads" not in page
+    assert "every (batch, head) pair folded into the second" in page
+
+
+def test_the_home_page_names_what_needs_compute_capability_8_9():
+    # ser1-18: fp8 e4m3 is refused below sm_89 (data/support.json)
+    support = json.loads((REPO_ROOT / "data" / "support.json").read_text("utf-8"))
+    refused = {r["arch"] for r in support["refusals"] if r["dtype"] == "float8_e4m3fn"}
+    assert {"sm_80", "sm_86"} <= refused and "sm_89" not in refused
+    assert "fp8 e4m3 parts need compute capability 8.9" in _page("index.md")
+
+
+_TF32_DOT = r"""
+import json, re, sys
+from triton_course import codegen
+
+ptx = {a: codegen.dot(a, dtype="fp32")["ptx"] for a in (80, 90)}
+json.dump({str(a): len(re.findall(r"cvt\.\w+\.tf32", p)) for a, p in ptx.items()},
+          sys.stdout)
+"""
+
+
+def test_a_tf32_dot_passes_float32_bits_to_the_tensor_cores():
+    # ser1-03: no conversion to TF32 in the PTX: the tensor cores take the
+    # float32 registers and drop the low 13 bits (a GPU shows it: next test)
+    assert _compile(_TF32_DOT) == {"80": 0, "90": 0}
+    page = _page("triton-series/index.md")
+    assert "rounded as a GPU's tensor cores would round it" not in page
+    assert "operands reduced to TF32's 10 mantissa bits" in page
+
+
+@pytest.mark.gpu  # what the tensor cores do with the low bits only a GPU shows
+def test_a_tf32_dot_truncates_its_operands_on_the_gpu():
+    from triton_course import codegen
+
+    torch.manual_seed(0)
+    a = torch.randn(64, 64, device="cuda")
+    eye = torch.eye(64, device="cuda")
+    c = torch.empty(64, 64, device="cuda")
+    codegen._probes().dot_kernel[(1,)](a, eye, c, M=64, N=64, K=64)
+    bits = a.view(torch.int32)
+    truncated = (bits & -8192).view(torch.float32)  # low 13 bits dropped
+    rounded = ((bits + 4096) & -8192).view(torch.float32)
+    assert torch.equal(c, truncated)
+    assert not torch.equal(c, rounded)
+
+
+def test_the_series_states_prerequisites_and_a_time_per_tutorial():
+    # #34 item 6: each tutorial's time is its reading time at the stated
+    # pace, roughly: between 100 and 250 words a minute of the page's prose
+    text = (SERIES / "index.md").read_text(encoding="utf-8")
+    part = text.split("## Before you start", 1)[1].split("\n## ", 1)[0]
+    assert "You do not need CUDA C++" in part and "`.contiguous()`" in part
+    assert "about 150 words a minute" in " ".join(part.split())
+    row = r"^\| (\d) \| (.+?) \| .*? \| about (\d+) minutes \|$"
+    rows = re.findall(row, part, re.M)
+    assert [r[0] for r in rows] == ["0", "1", "2", "3", "4"], rows
+    for _, cell, minutes in rows:
+        link = re.search(r"\]\(([\w-]+\.md)\)", cell)
+        page = SERIES / (link.group(1) if link else "index.md")
+        prose = re.sub(r"\[\[[^\]]*\]\]|--8<--[^\n]*", " ", page.read_text("utf-8"))
+        words = len(prose.split())
+        assert words / 250 <= int(minutes) <= words / 100, (page.name, words, minutes)
+
+
+def test_the_tiled_gemm_notebook_points_to_the_table_that_has_its_kernels():
+    # ser1-05: lesson 01's support table is gpu_basics' only; matmul_tma's
+    # is on the tiled-GEMM page
+    recipe = (REPO_ROOT / "notebooks" / "tiled_gemm.md").read_text("utf-8")
+    assert "lesson 01's table shows" not in " ".join(recipe.split())
+    tables = {
+        p.name: re.findall(r"\[\[support ([^\]]+)\]\]", p.read_text("utf-8"))
+        for p in DOCS.rglob("*.md")
+    }
+    assert "matmul_tma" in " ".join(tables["tiled-gemm.md"])
+    assert tables["01-gpu-architecture.md"] == ["gpu_basics"]

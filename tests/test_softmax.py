@@ -1,9 +1,22 @@
 """snippets/softmax.py: both kernels on awkward shapes, dtypes, edge values, strides,
 and every input error."""
 
+import builtins
+import dis
+import re
+import runpy
+import types
+
 import pytest
 import torch
-from conftest import DEVICE, assert_close, load_snippet, poison_
+from conftest import (
+    DEVICE,
+    REPO_ROOT,
+    assert_close,
+    compile_in_subprocess,
+    load_snippet,
+    poison_,
+)
 
 sm = load_snippet("softmax")
 
@@ -213,6 +226,40 @@ def test_out_sharing_memory_with_x_is_refused(launcher, seeded):
 
 
 @pytest.mark.parametrize("launcher", LAUNCHERS, ids=LAUNCHER_IDS)
+def test_out_beside_x_in_one_buffer_is_allowed(launcher, seeded):
+    # review 2026-11-26 (ser2-11): two column blocks of one buffer interleave
+    # in memory but share no element; a first-to-last span test refused them
+    buffer = poison_(torch.empty(8, 200, device=DEVICE))
+    x, out = buffer[:, :100], buffer[:, 100:]
+    x.copy_(torch.randn(8, 100, device=DEVICE))
+    want = expected(x)
+    assert launcher(x, out=out) is out
+    assert_close(out, want)
+    # one shared element is still one too many: out starts on x's last one
+    flat = torch.randn(2 * 800 - 1, device=DEVICE)
+    with pytest.raises(ValueError, match="out shares memory with x"):
+        launcher(flat[:800].view(8, 100), out=flat[799:].view(8, 100))
+    for a, b, shared in (  # the helper against element-by-element sets
+        (buffer[:, :100], buffer[:, 100:], False),
+        (buffer[:, :100], buffer[:, 99:199], True),
+        (buffer[::2, :100], buffer[1::2, :100], False),
+        (buffer[:4], buffer[3:7], True),
+        (buffer[:1, :5].expand(4, 5), buffer[1:5, :5], False),
+    ):
+        assert sm._overlaps(a, b) is shared
+        assert _shared_elements(a, b) is shared
+
+
+def _shared_elements(a, b) -> bool:
+    def offsets(t):
+        rows = torch.arange(t.shape[0])[:, None] * t.stride(0)
+        cols = torch.arange(t.shape[1])[None, :] * t.stride(1)
+        return set((t.storage_offset() + rows + cols).flatten().tolist())
+
+    return bool(offsets(a) & offsets(b))
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS, ids=LAUNCHER_IDS)
 def test_out_is_x_works_in_place(launcher, seeded):
     base = torch.randn(20, 160, device=DEVICE)
     x = base[::2, :100]  # strided rows, written over in place
@@ -261,3 +308,173 @@ def test_benchmark_descriptions_are_complete(seeded):
             assert_close(peer(x), reference)
     n_cols = [s["n_cols"] for s in sm.BENCHMARKS[0]["sizes"]]
     assert min(n_cols) == 256 and max(n_cols) == 16_384 and 3000 in n_cols
+
+
+# ------------------------------------------------------- page statements ---
+_ROW_STRIDE_COMPILE = r"""
+import json, re, sys
+from pathlib import Path
+from triton_course import codegen, excerpts
+
+kernel = excerpts._load(Path("snippets/softmax.py")).softmax_kernel
+sig = {"x_ptr": "*fp16", "out_ptr": "*fp16", "n_cols": "i32",
+       "x_row_stride": "i32", "out_row_stride": "i32", "BLOCK_SIZE": "constexpr"}
+# n_cols and x's row stride divisible by 16, out's row stride not
+ptx = codegen.compile_kernel(kernel, 90, sig, {"BLOCK_SIZE": 4096},
+    ["x_ptr", "out_ptr", "n_cols", "x_row_stride"], num_warps=8).asm["ptx"]
+print(json.dumps({op: len(re.findall(rf"\b{op}\b", ptx)) for op in (
+    "ld.global.v4.b32", "ld.global.b16", "st.global.v4.b32", "st.global.b16")}))
+"""
+
+
+def test_wide_loads_and_stores_need_the_row_strides_too():
+    # review 2026-11-26 (ser2-08): n_cols divisible by 16 is not enough; each
+    # row's start must be known aligned, i.e. its row stride divisible by 16
+    per_thread = compile_in_subprocess(_ROW_STRIDE_COMPILE, timeout=300)
+    assert per_thread["ld.global.v4.b32"] == 2 and per_thread["ld.global.b16"] == 0
+    assert per_thread["st.global.v4.b32"] == 0 and per_thread["st.global.b16"] == 16
+    page = " ".join((REPO_ROOT / "docs/triton-series/softmax.md").read_text().split())
+    assert "With `n_cols` divisible by 16 the compiler knows" not in page
+    assert "the loads need `x_row_stride` divisible by 16 as well" in page
+    assert "the stores `out_row_stride`" in page
+
+
+def _shown_sections(page: str, snippet: str) -> list[str]:
+    """The sections of a snippet a page shows outside collapsed (???) blocks,
+    in page order."""
+    shown, collapsed_at = [], None
+    for line in page.splitlines():
+        indent, text = len(line) - len(line.lstrip()), line.strip()
+        if collapsed_at is not None:
+            if text and indent <= collapsed_at:
+                collapsed_at = None
+            else:
+                continue
+        if text.startswith("??? "):
+            collapsed_at = indent
+            continue
+        m = re.fullmatch(rf'--8<-- "{re.escape(snippet)}:(\w+)"', text)
+        if m:
+            shown.append(m.group(1))
+    return shown
+
+
+def _globals_used(code: types.CodeType) -> set[str]:
+    names = {
+        ins.argval
+        for ins in dis.get_instructions(code)
+        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")
+    }
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _globals_used(const)
+    return names
+
+
+@pytest.mark.parametrize(
+    "page, snippet, call",
+    [
+        ("triton-series/softmax.md", "softmax", "softmax_rows"),
+        ("triton-series/online-softmax.md", "online_softmax", "online_softmax"),
+        ("reference/triton-at-a-glance.md", "vector_add_frameworks", "add_triton"),
+    ],
+)
+def test_the_pages_visible_code_runs_when_copied_in_order(
+    page, snippet, call, tmp_path
+):
+    # issue #34: imports shown, nothing a visible block calls hidden in a
+    # collapsed block or left out; ser2-10: add_numba's helper was not shown
+    text = (REPO_ROOT / "docs" / page).read_text(encoding="utf-8")
+    source = (REPO_ROOT / "snippets" / f"{snippet}.py").read_text(encoding="utf-8")
+    sections = _shown_sections(text, f"{snippet}.py")
+    assert sections and sections[0] == "imports", sections
+    blocks = []
+    for name in sections:
+        m = re.search(
+            rf"# --8<-- \[start:{name}\]\n(.*?)# --8<-- \[end:{name}\]", source, re.S
+        )
+        assert m, f"{page} shows {snippet}.py:{name}, which does not exist"
+        blocks.append(m.group(1))
+    program = tmp_path / f"{snippet}_as_shown.py"  # triton.jit reads a file
+    program.write_text("\n\n".join(blocks), encoding="utf-8")
+    namespace = runpy.run_path(str(program), run_name="copied")
+    code = compile(program.read_text(encoding="utf-8"), str(program), "exec")
+    missing = {
+        name
+        for name in _globals_used(code)
+        if name not in namespace and not hasattr(builtins, name)
+    }
+    assert not missing, f"{page}: the shown code uses {missing}, which it never shows"
+    if snippet == "vector_add_frameworks":
+        x = torch.randn(1000, device=DEVICE)
+        assert_close(namespace[call](x, x), 2 * x.double())
+    else:
+        x = torch.randn(3, 700, device=DEVICE)
+        assert_close(namespace[call](x), expected(x))
+
+
+def test_the_temperature_checker_has_the_cases_the_page_names():
+    # ser2-04: the page names the rows a fixed block or a grid by columns
+    # would get wrong; the checker must hold such rows
+    from triton_course.exercises.softmax_temperature import EXERCISE
+
+    shapes = [case["shape"] for case in EXERCISE.cases]
+    page = " ".join((REPO_ROOT / "docs/triton-series/softmax.md").read_text().split())
+    assert "rows longer than 4096" in page
+    assert any(cols > 4096 for _, cols in shapes)
+    assert "more rows than columns" in page
+    assert any(rows > cols > 0 for rows, cols in shapes)
+    # ser2-05: the GPU target compares on the same input, not with the table
+    assert "aim for `softmax_rows`' rate there" in page
+    assert "the same share of the copy bandwidth as `softmax_rows` at" not in page
+    assert "exercises/solutions/softmax_temperature.py" in page
+
+
+@pytest.mark.parametrize(
+    "page, snippet, stated",
+    [
+        (
+            "triton-series/softmax.md",
+            "softmax.py",
+            {"softmax": "64 rows of 4096", "softmax_rows": "64 rows of 256"},
+        ),
+        (
+            "triton-series/online-softmax.md",
+            "online_softmax.py",
+            {"online_softmax": "16 rows of 65 536"},
+        ),
+    ],
+)
+def test_the_support_table_text_names_what_ci_compiles(page, snippet, stated):
+    # ser2-03: CI compiles one launch per launcher, at one input, in float16
+    # (triton_course/support.py's plan), not every config a launcher can pick
+    from triton_course.support import PLANS
+
+    seen = {}
+
+    class Recorder:  # stands in for the snippet module: records each call
+        def __getattr__(self, name):
+            return lambda x, *a, **kw: seen.setdefault(name, (x.shape, x.dtype))
+
+    for _dtype, call, *_ in PLANS[snippet](Recorder()):
+        call()
+    text = " ".join((REPO_ROOT / "docs" / page).read_text().split())
+    assert "in float16" in text and "at every config" not in text
+    assert set(seen) == set(stated)
+    for name, (shape, dtype) in seen.items():
+        assert dtype == torch.float16
+        rows, cols = shape
+        wide = f"{cols:,}".replace(",", " ") if cols >= 10_000 else str(cols)
+        assert stated[name] == f"{rows} rows of {wide}"
+        assert stated[name] in text, name
+
+
+def test_the_copy_is_named_as_the_probe_not_the_fastest_transfer():
+    # ser2-01: the copy is a probe of the memory, not "the fastest the GPU
+    # moves bytes at all" (a kernel can match it, and #33 flags one above it)
+    page = " ".join((REPO_ROOT / "docs/triton-series/softmax.md").read_text().split())
+    assert "the fastest the GPU moves bytes" not in page
+    assert "a large device-to-device copy measured in the same run" in page
+    # ser2-13: the runner tries to hide the launch, and says where it did not
+    assert "The runner's GPU time leaves out Python's launch path" not in page
+    assert "`launch_hidden` in the data file" in page

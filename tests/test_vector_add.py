@@ -3,7 +3,9 @@
 import pytest
 import torch
 import triton
-from conftest import DEVICE, assert_close, load_snippet, poison_
+from conftest import DEVICE, REPO_ROOT, assert_close, load_snippet, poison_
+
+from triton_course.snippet_modules import load_file
 
 va = load_snippet("vector_add")
 
@@ -195,3 +197,93 @@ def test_an_out_shifted_over_x_or_y_is_refused_and_out_x_is_allowed():
         va.vector_add(other, x, out=shifted)
     want = x + other
     assert torch.equal(va.vector_add(x, other, out=x), want)  # in place: safe
+
+
+# ------------------------------------------- the page's first, short launch ---
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("n", [1, 1000, 65_539])
+def test_the_simple_launch_adds_every_element(n, dtype, seeded):
+    x = torch.randn(n, device=DEVICE).to(dtype)
+    y = torch.randn(n, device=DEVICE).to(dtype)
+    out = va.vector_add_simple(x, y)
+    assert out.dtype == dtype and out.shape == x.shape
+    assert_close(out, x.double() + y.double())
+
+
+# What the other checks prevent (the page's list), again with the bare kernel.
+def test_a_shorter_y_is_read_past_its_end_without_an_error():
+    # y is the first half of a buffer whose second half is 1000: the kernel
+    # takes n from x and adds what follows y in memory
+    buf = torch.full((1000,), 1000.0, device=DEVICE)
+    buf[:500] = 1.0
+    x, y = torch.zeros(1000, device=DEVICE), buf[:500]
+    out = _bare_add(x, y, torch.empty(1000, device=DEVICE))
+    assert bool((out[:500] == 1.0).all()) and bool((out[500:] == 1000.0).all())
+    with pytest.raises(ValueError, match="shapes differ"):
+        va.vector_add(x, y)
+
+
+def test_a_strided_out_is_written_in_memory_order():
+    x, y = torch.arange(8.0, device=DEVICE), torch.zeros(8, device=DEVICE)
+    memory = torch.zeros(16, device=DEVICE)
+    view = memory[::2]
+    _bare_add(x, y, view)
+    assert torch.equal(memory[:8], x)  # elements the view does not hold
+    assert not torch.equal(view, x)
+    with pytest.raises(ValueError, match="out must be contiguous"):
+        va.vector_add(x, y, out=view)
+
+
+def test_float64_would_be_added_in_float32():
+    x = torch.full((4,), 1.0 + 2.0**-40, dtype=torch.float64, device=DEVICE)
+    y = torch.zeros(4, dtype=torch.float64, device=DEVICE)
+    out = _bare_add(x, y, torch.empty_like(x))
+    assert bool((out == 1.0).all())  # the 2**-40 is lost in float32
+    with pytest.raises(TypeError, match="use one of"):
+        va.vector_add(x, y)
+
+
+def test_a_block_size_not_a_power_of_two_fails_in_the_compiler():
+    x = torch.ones(10, device=DEVICE)
+    with pytest.raises(Exception, match="power of 2"):
+        va.vector_add_kernel[(1,)](x, x, torch.empty_like(x), 10, BLOCK_SIZE=1000)
+    with pytest.raises(ValueError, match="power of two, got 1000"):
+        va.vector_add(x, x, block_size=1000)
+
+
+def test_bfloat16_sums_round_on_a_gpu_and_truncate_in_the_interpreter(seeded):
+    # The page: the interpreter cuts float32 down to bfloat16, a GPU rounds
+    # to nearest, so their bfloat16 results differ in the last bit
+    x = torch.randn(10_000, device=DEVICE).bfloat16()
+    y = torch.randn(10_000, device=DEVICE).bfloat16()
+    total = x.float() + y.float()  # the float32 sum the kernel forms
+    rounded = total.bfloat16()  # torch rounds to nearest
+    truncated = (total.view(torch.int32) & -65536).view(torch.float32).bfloat16()
+    out = va.vector_add(x, y)
+    assert not torch.equal(rounded, truncated)
+    assert torch.equal(out, truncated if DEVICE == "cpu" else rounded)
+
+
+# ------------------------------------------ the solution the page links to ---
+def _axpy_solution():
+    return load_file(REPO_ROOT / "exercises" / "solutions" / "axpy.py")
+
+
+def test_the_linked_axpy_solution_widens_its_offsets():
+    # review ser1-20: the page warns that int32 offsets wrap past 2**31 - 1
+    # elements; the solution it links must not do what it warns against
+    source = (REPO_ROOT / "exercises" / "solutions" / "axpy.py").read_text("utf-8")
+    assert "pid.to(tl.int64) * BLOCK_SIZE" in source
+    x = torch.arange(1000.0, device=DEVICE)
+    assert torch.equal(_axpy_solution().axpy(2.0, x, x), 3 * x)
+
+
+@pytest.mark.gpu  # 2**31 + 4096 float16 elements, three times
+def test_the_linked_axpy_solution_adds_past_2_31_elements():
+    n = 2**31 + 4096
+    _needs_gpu_memory(3 * n * 2)
+    x = torch.ones(n, dtype=torch.float16, device="cuda")
+    y = torch.zeros(n, dtype=torch.float16, device="cuda")
+    y[2**31 :] = 1.0
+    out = _axpy_solution().axpy(2.0, x, y)
+    assert bool((out[: 2**31] == 2.0).all()) and bool((out[2**31 :] == 3.0).all())
