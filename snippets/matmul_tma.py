@@ -282,7 +282,7 @@ def matmul_tma(a, b, out=None, persistent=True, split_epilogue=True, config=None
     # Triton asks this allocator for at launch time.
     triton.set_allocator(_scratch)
     if _interpreting() and a.dtype == torch.bfloat16:
-        # Laptop only: triton 3.9's interpreter computes tl.dot on bfloat16
+        # Laptop only: the interpreter (triton 3.6, 3.9) computes tl.dot on bfloat16
         # tiles wrongly. Widening is exact and keeps each layout (float()
         # preserves strides); the kernel still stores into the bfloat16 out.
         a, b = a.float(), b.float()
