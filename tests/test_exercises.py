@@ -25,6 +25,11 @@ BROKEN = {
         "(a * x + y).to(out_ptr.dtype.element_ty))",
         "past the end of the output made by torch.empty_like",
     ),
+    "colsum": (
+        "tl.store(out_ptr + cols, total.to(out_ptr.dtype.element_ty), mask=col_mask)",
+        "tl.store(out_ptr + cols, total.to(out_ptr.dtype.element_ty))",
+        "past the end of the output made by torch.empty",
+    ),
     "catch_missing_mask": (
         "n, guard = 1001, 2048",
         "n, guard = 2048, 2048",
@@ -307,7 +312,7 @@ def test_an_unmasked_store_into_a_zeros_output_is_stopped(tmp_path, capsys):
     )  # fmt: skip
     report = _fails("axpy", attempt, capsys)
     assert (
-        "FAIL n=7 a=-0.5 float32\n       - axpy_kernel (line 16): a store of "
+        "FAIL n=7 a=-0.5 float32\n       - axpy_kernel (line 17): a store of "
         "1017 element(s) outside every tensor passed to the kernel, the first "
         "right after the end of out_ptr's memory: a tl.store without its mask"
     ) in report
@@ -627,3 +632,150 @@ def test_values_stored_by_the_kernel_are_compared_bit_for_bit():
     assert not Watch.changed_since_stored(out, launches).any()
     out[3] += 1.0
     assert Watch.changed_since_stored(out, launches).nonzero().flatten().tolist() == [3]
+
+
+# Mutation testing (issue #36): every mutant of a reference solution (the
+# kinds of wrong code a learner writes, triton_course/exercises/_mutate.py)
+# must fail its checker, unless it is right on every input the task allows:
+# those are listed here with the reason, and not run. Score: killed / run.
+EQUIVALENT = {
+    "axpy": {
+        "line 15: tl.load(y_ptr + offsets, mask=mask).to(tl.float32) -> "
+        "tl.load(y_ptr + offsets, mask=mask)": "y's first operation is with the "
+        "float32 a * x, which promotes it to float32: the same sum",
+        "line 27: if n -> if True": "with n = 0 the grid is (0,), and a grid "
+        "without programs launches nothing (the interpreter runs no program; "
+        "the CUDA launcher skips gridX * gridY * gridZ == 0)",
+    },
+    "catch_missing_mask": {
+        "line 9: 1001 -> 1002": "1002 is a multiple of neither 8 nor 1024 "
+        "either: the last block of every variant stays ragged",
+        "line 9: 2048 -> 2047": "any guard of at least 24 elements holds every "
+        "stray write of the variants (at most 1024 - 1001)",
+        "line 9: 2048 -> 2049": "a larger guard holds every stray write as well",
+    },
+    "colsum": {
+        "line 25: x.to(tl.float32) -> x": "x's first operation is with the "
+        "float32 accumulator, which promotes it to float32",
+        "line 35: if n_cols -> if True": "n_cols = 0 makes the grid (0,), "
+        "which launches nothing",
+    },
+    "matmul_bias_relu": {
+        "line 32: no other=": "a masked-off bias lane reaches only columns "
+        "n >= N, which the masked store never writes",
+        "line 33: bias.to(tl.float32) -> bias": "the bias is added to the "
+        "float32 accumulator, which promotes it to float32: the same sum",
+        "line 48: if M == 0 or N == 0: return": "M or N = 0 makes a grid "
+        "dimension 0, and a grid without programs launches nothing",
+    },
+    "online_logsumexp": {
+        "line 25: x.to(tl.float32) -> x": "x's first operation is with the "
+        "float32 running maximum, which promotes it to float32",
+        "line 43: if rows -> if True": "rows = 0 makes the grid (0,), which "
+        "launches nothing",
+    },
+    "softmax_temperature": {},
+}
+
+
+@pytest.mark.parametrize("name", sorted(EQUIVALENT))
+def test_every_mutant_of_the_solution_fails(name, tmp_path, capsys):
+    from triton_course.exercises._mutate import mutants
+
+    found = mutants((SOLUTIONS_DIR / f"{name}.py").read_text())
+    equivalent = EQUIVALENT[name]
+    assert set(equivalent) <= {m.where for m in found}, "stale EQUIVALENT entries"
+    survivors, kinds = [], {}
+    for number, mutant in enumerate(found):
+        if mutant.where in equivalent:
+            continue
+        kinds[mutant.kind] = kinds.get(mutant.kind, 0) + 1
+        path = tmp_path / f"mutant_{number}.py"
+        path.write_text(mutant.source)
+        if check(EXERCISES[name], path, first_failure=True) == 0:
+            survivors.append(f"{mutant.kind}: {mutant.where}")
+        capsys.readouterr()
+    run = sum(kinds.values())
+    with capsys.disabled():
+        print(f"\n{name}: {run - len(survivors)} of {run} mutants killed "
+              f"({len(equivalent)} equivalent not run); by kind: {kinds}")  # fmt: skip
+    assert not survivors, "mutants the checker passes:\n" + "\n".join(survivors)
+
+
+# A column sum whose programs each walk down one column: right values, but
+# every lane of a load reads its own 32-byte sector (not coalesced).
+COLUMN_WALK = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def colsum_kernel(x_ptr, out_ptr, n_rows, stride_row, BLOCK_M: tl.constexpr):
+    col = tl.program_id(0)
+    acc = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    for start in range(0, n_rows, BLOCK_M):
+        r = start + tl.arange(0, BLOCK_M)
+        x = tl.load(x_ptr + r * stride_row + col, mask=r < n_rows, other=0.0)
+        acc += x.to(tl.float32)
+    tl.store(out_ptr + col, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty))
+
+
+def colsum(x):
+    if not x.is_contiguous():
+        raise ValueError("contiguous x only")
+    n_rows, n_cols = x.shape
+    out = torch.empty(n_cols, dtype=x.dtype)
+    if n_cols:
+        colsum_kernel[(n_cols,)](x, out, n_rows, x.stride(0), BLOCK_M=64)
+    return out
+"""
+
+
+def test_a_column_walk_fails_as_uncoalesced(tmp_path, capsys):
+    # first_failure: a program per column is slow under the interpreter
+    status = check(EXERCISES["colsum"], _attempt(tmp_path, COLUMN_WALK), True)
+    report = capsys.readouterr().out
+    assert status == 1, report
+    assert "ok   shape=(40, 3) float32" in report  # 12-byte rows share sectors
+    assert (
+        "FAIL shape=(5, 300) float32\n       - a tl.load of colsum_kernel read 5 "
+        "elements from 5 different 32-byte sectors, one each"
+    ) in report
+    assert "hint: v2 of the page loads a (BLOCK_M, BLOCK_N) tile" in report
+
+
+def test_a_kernel_the_compiler_refuses_fails(tmp_path, capsys):
+    # a float16 accumulator becomes float32 in the loop: the interpreter runs
+    # it with right values, Triton's compiler refuses the changing type
+    attempt = _mutated(
+        tmp_path,
+        "colsum",
+        ("tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
+         "tl.zeros((BLOCK_M, BLOCK_N), dtype=x_ptr.dtype.element_ty)"),
+    )  # fmt: skip
+    report = _fails("colsum", attempt, capsys)
+    assert "ok   shape=(1000, 9) float16" in report
+    assert "FAIL compiling colsum_kernel for sm_90 (fp16 pointers)" in report
+    assert "Loop-carried variable acc has initial type" in report
+    assert "(line 19)" in report  # the loop's line in the attempt
+    assert "FAIL compiling colsum_kernel for sm_90 (fp32 pointers)" not in report
+
+
+def test_the_softmax_target_compares_on_the_same_input():
+    # review 2026-11-26 ser2-05: the table's N = 4096 row has 16 384 rows;
+    # a 4096 x 4096 call need not reach its share of the bandwidth
+    target = EXERCISES["softmax_temperature"].target
+    assert "softmax_rows on the same 4096 x 4096" in target
+    assert "Not the table's N = 4096 row: it has 16 384 rows" in target
+
+
+def test_the_checker_truncates_tf32_operands_as_the_tensor_cores_do():
+    # ser1-03: the GPU's tensor cores drop the low 13 mantissa bits (no
+    # conversion in the PTX); rounding to nearest would give 1 + 2**-10 here
+    import numpy as np
+
+    from triton_course.exercises import _watch
+
+    x = np.array([1 + 0.75 * 2**-10, -(1 + 0.75 * 2**-10), np.inf], np.float32)
+    assert _watch._to_tf32(x).tolist() == [1.0, -1.0, np.inf]

@@ -8,7 +8,8 @@ import triton.language as tl
 @triton.jit
 def axpy_kernel(x_ptr, y_ptr, out_ptr, a, n_elements, BLOCK_SIZE: tl.constexpr):
     pid = tl.program_id(axis=0)
-    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    # int64 offsets: past 2**31 - 1 elements an int32 offset would wrap round
+    offsets = pid.to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)
     y = tl.load(y_ptr + offsets, mask=mask).to(tl.float32)

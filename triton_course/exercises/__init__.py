@@ -27,23 +27,34 @@ What the checker sees of the attempt's kernels (``_watch.py``):
   reported with its kernel line (an unmasked store into a ``torch.zeros``
   output, say);
 - ``tl.dot`` on float32 operands at TF32 precision (Triton's default on
-  sm_80+ GPUs) rounds them to TF32 as a tensor core would, and is reported:
-  the interpreter alone would multiply in float32 and hide the loss.
+  sm_80+ GPUs) truncates them to TF32 as a tensor core does, and is reported:
+  the interpreter alone would multiply in float32 and hide the loss; a
+  ``tl.dot`` whose accumulator is narrower than float32 is reported too;
+- a masked ``tl.load`` without ``other=`` gives NaN in its masked-off lanes
+  (tl.load documents them as undefined; the interpreter alone gives 0).
+
+When every case passes, the kernels the attempt launched are compiled for
+sm_90 on the CPU (``_compile.py``), once per combination of argument types:
+code the interpreter runs but Triton's compiler refuses (a loop-carried
+variable whose dtype changes in the loop, say) fails there.
 
 Besides, ``torch.empty``/``torch.empty_like`` *called from the attempt file*
-return a view at the start of a larger buffer filled with NaN, so a store
-without its mask lands in the NaN tail, checked after every case, and is named
-with the allocation's line. Inputs are views into NaN-filled buffers too (NaN
-after them, and between the elements of a non-contiguous one): an unmasked
-load or store past the end of an input (inside that NaN guard) is stopped and
-reported, and a write around an input is seen.
+return a view at the start of a larger buffer filled with NaN: a kernel's load
+or store in that tail (a store without its mask) is stopped as it happens and
+named with the allocation's line, and the tail is checked after every case.
+Inputs are views into NaN-filled buffers too (NaN after them, and between the
+elements of a non-contiguous one): an unmasked load or store past the end of
+an input (inside that NaN guard) is stopped and reported, and a write around
+an input is seen.
 
 Adding an exercise: create ``triton_course/exercises/<name>.py`` defining
 ``EXERCISE = Exercise(...)`` (see ``axpy.py`` for element-wise work,
 ``matmul_bias_relu.py`` for 2-D shapes, ``catch_missing_mask.py`` for a
 custom check), add a reference solution ``exercises/solutions/<name>.py`` and
 a broken attempt to ``tests/test_exercises.py``. The registry finds the module
-by itself.
+by itself. ``tests/test_exercises.py`` then runs every mutant of the solution
+(``_mutate.py``) against the checker: each must fail, except those right on
+every input the task allows, listed there with the reason.
 """
 
 from __future__ import annotations

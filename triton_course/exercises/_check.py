@@ -18,10 +18,13 @@ class Poisoner:
     """Patch torch.empty/empty_like so that calls from one file get NaN-filled
     views at the start of a larger buffer, and remember those buffers."""
 
-    def __init__(self, attempt_file: Path, fill=None):
+    def __init__(self, attempt_file: Path, fill=None, watch: Watch | None = None):
         self.attempt_file = str(Path(attempt_file).resolve())
         self.buffers: list[tuple[torch.Tensor, int, str]] = []
         self.fill = fill or poison_  # what the attempt's allocations hold
+        # With a watch, the tail of each buffer is fenced: a kernel's access
+        # there is stopped and named, whatever value it would have written.
+        self.watch = watch
 
     def _from_attempt(self) -> bool:
         frame = sys._getframe(2)  # the caller of the patched function
@@ -34,6 +37,12 @@ class Poisoner:
         buffer = self.fill(torch.empty(size, dtype=plain.dtype, device=plain.device))
         line = sys._getframe(2).f_lineno
         self.buffers.append((buffer, plain.numel(), f"{how} on line {line}"))
+        if self.watch is not None:
+            low, size = buffer.data_ptr(), buffer.element_size()
+            self.watch.fences.append(
+                (low, low + size * buffer.numel(), low, low + size * plain.numel(),
+                 f"the output made by {how} on line {line}")
+            )  # fmt: skip
         return buffer[: plain.numel()].view(plain.shape)
 
     @contextlib.contextmanager
@@ -232,11 +241,16 @@ def run_cases(exercise: Exercise, fn, poisoner: Poisoner, watch: Watch):
             label = _label(case, dtype)
             padded = bool(case.get("padded"))
             strided = bool(case.get("strided")) or padded
+            # "strided": True makes every tensor input non-contiguous; a tuple
+            # of positions only those inputs (the others stay contiguous)
+            which = case.get("strided") or ()
             args = tuple(
-                guarded_input(a, bool(case.get("strided")), padded)
+                guarded_input(a, which is True or i in which, padded)
                 if isinstance(a, torch.Tensor)
                 else a
-                for a in exercise.make_inputs(case, getattr(torch, dtype), generator)
+                for i, a in enumerate(
+                    exercise.make_inputs(case, getattr(torch, dtype), generator)
+                )
             )
             before = [a.clone() if isinstance(a, torch.Tensor) else None for a in args]
             watch.clear()
@@ -289,12 +303,15 @@ def run_cases(exercise: Exercise, fn, poisoner: Poisoner, watch: Watch):
                 problems.append(
                     "tl.dot multiplied float32 operands in TF32, its default "
                     "on NVIDIA GPUs since sm_80: each operand keeps only 10 "
-                    "mantissa bits (a relative error up to 5e-4 each), which "
+                    "mantissa bits (a relative error up to 2**-10, about 1e-3, "
+                    "each, toward zero), which "
                     "no float32 tolerance allows. Pass "
                     'input_precision="ieee" to tl.dot for float32 inputs (the '
-                    "checker rounds the operands as a tensor core does; the "
+                    "checker truncates the operands as a tensor core does; the "
                     "interpreter alone would not)."
                 )
+            for acc in sorted(watch.narrow_dots):
+                problems.append(narrow_dot_problem(acc))
             for i, (arg, old) in enumerate(zip(args, before, strict=True)):
                 if old is not None and not torch.equal(
                     arg.nan_to_num(1.0), old.nan_to_num(1.0)
@@ -349,13 +366,78 @@ def kernel_problems(result, args, watch: Watch, attempt_file) -> list[str]:
     return problems
 
 
+def compile_problems(watch: Watch, attempt: Path):
+    """(label, problems) for each kernel launch of the attempt, one per
+    combination of argument types, that Triton's compiler refuses for sm_90
+    (see _compile.py): what the interpreter ran but a GPU would not."""
+    import json
+
+    from ._compile import ARCH, refusals
+
+    file = str(Path(attempt).resolve())
+    launches = []
+    for (where, kernel, types), seen in watch.signatures.items():
+        try:
+            json.dumps(seen["constexprs"])
+        except TypeError:
+            continue  # a constexpr that cannot be passed on (a tl.dtype, say)
+        if where == file:
+            launches.append(
+                {
+                    "kernel": kernel,
+                    "types": dict(types),
+                    "constexprs": seen["constexprs"],
+                }
+            )
+    if not launches:
+        return
+    print(f"  compiling your kernels for sm_{ARCH}, as a GPU would ...", flush=True)
+    found = refusals(file, launches)
+    if isinstance(found, str):  # no compiler here: say so, refuse nothing
+        print(f"  (skipped: the compiler could not run here: {found})")
+        return
+    for refusal in found:
+        pointers = sorted(
+            {t[1:] for t in refusal["types"].values() if t and t[0] == "*"}
+        )
+        yield (
+            f"compiling {refusal['kernel']} for sm_{ARCH} ({', '.join(pointers)} "
+            "pointers)",
+            [
+                "the interpreter ran it, but Triton's compiler refuses it, so "
+                "on a GPU it would not run at all: " + refusal["error"]
+            ],
+        )
+
+
+def narrow_dot_problem(acc: str) -> str:
+    """What a tl.dot with an accumulator narrower than float32 does."""
+    name = {"fp16": "float16", "bf16": "bfloat16"}.get(acc, acc)
+    gpu = (
+        " On a GPU triton 3.9 compiles it to a tensor-core instruction that "
+        "adds in float16 (mma.sync ...f16.f16.f16.f16 on sm_80, wgmma "
+        "...f16.f16.f16 on sm_90); triton 3.6 refuses an acc whose dtype is "
+        "not out_dtype (float32 by default)."
+        if name == "float16"
+        else ""
+    )
+    return (
+        f"tl.dot accumulated in {name} (its acc argument, or its out_dtype, "
+        f"was {name}): the running sum keeps only {name}'s precision, and "
+        "a sum that grows large loses its low bits." + gpu + " The interpreter "
+        "rounds only at the end of each tl.dot, so the values alone may not "
+        "show it here."
+    )
+
+
 def _one_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}"
 
 
-def check(exercise: Exercise, attempt: Path) -> int:
-    """Print a report; return the exit status (0: every case passed)."""
+def check(exercise: Exercise, attempt: Path, first_failure: bool = False) -> int:
+    """Print a report; return the exit status (0: every case passed). With
+    ``first_failure``, stop at the first failing case (mutation testing)."""
     print(f"checking {exercise.name!r} from {attempt} (Triton interpreter, CPU)")
     try:
         module = load_attempt(attempt)
@@ -367,7 +449,8 @@ def check(exercise: Exercise, attempt: Path) -> int:
     if not callable(fn):
         print(f"  FAIL {attempt.name} does not define {exercise.signature}")
         return 1
-    poisoner, watch = Poisoner(attempt), Watch()
+    watch = Watch()
+    poisoner = Poisoner(attempt, watch=watch)
     if exercise.custom is not None:
         results = exercise.custom(fn, poisoner, watch)
     else:
@@ -387,6 +470,15 @@ def check(exercise: Exercise, attempt: Path) -> int:
                 print(rest)
             seen.add(first)
         sys.stdout.flush()
+        if first_failure:
+            break
+    if not failed and exercise.custom is None:
+        for label, problems in compile_problems(watch, attempt):
+            count += 1
+            failed.append((label, problems))
+            print(f"  FAIL {label}")
+            for problem in problems:
+                print(f"       - {problem}")
     if failed:
         print(f"\n{len(failed)} of {count} cases failed.")
         if all("strided" in label or "padded" in label for label, _ in failed):

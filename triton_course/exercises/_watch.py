@@ -13,10 +13,16 @@ While a ``Watch`` is active (``with watch.active():``):
   a checker-made guard buffer but outside the input it surrounds (``fences``)
   is stopped too: an unmasked load past the end of an input would read NaN
   there, and on a GPU memory that is not the input's;
-- ``tl.dot`` at TF32 precision on float32 operands first rounds them to TF32's
+- a masked load without ``other=`` gives NaN in its masked-off lanes (for
+  floating-point data): tl.load documents them as undefined, and the
+  interpreter's zeros would let a kernel that relies on them pass;
+- ``tl.dot`` at TF32 precision on float32 operands first truncates them to TF32's
   10 mantissa bits, as an sm_80+ tensor core does. The interpreter on its own
   multiplies in full float32, so a kernel that leaves ``tl.dot`` at its TF32
-  default would pass on the CPU and miss a float32 tolerance on the GPU.
+  default would pass on the CPU and miss a float32 tolerance on the GPU;
+- a ``tl.dot`` whose accumulator is narrower than float32 (``acc`` in float16,
+  or ``out_dtype=tl.float16``) is recorded: on a GPU it adds in float16 inside
+  the tensor core, while the interpreter rounds only once per ``tl.dot``.
 
 Outside a watch the interpreter is left exactly as it was.
 """
@@ -49,7 +55,11 @@ class Launch:
     values: list[np.ndarray] = dataclasses.field(default_factory=list)
     loaded: list[np.ndarray] = dataclasses.field(default_factory=list)
     load_sizes: list[int] = dataclasses.field(default_factory=list)  # per tl.load
+    load_itemsizes: list[int] = dataclasses.field(default_factory=list)
     constexprs: dict = dataclasses.field(default_factory=dict)
+    # Triton's type of every other argument ("*fp16", "i32", "fp32"), for
+    # compiling the kernel as a GPU would (_compile.py)
+    types: dict = dataclasses.field(default_factory=dict)
 
 
 class Watch:
@@ -57,14 +67,21 @@ class Watch:
         self.launches: list[Launch] = []
         self.out_of_bounds: list[str] = []  # one message per stopped access
         self.tf32_dots = 0  # TF32 dots whose rounding changed an operand
+        # dtype names of the accumulators of floating-point dots that were
+        # narrower than float32 (acc in float16, or out_dtype=tl.float16)
+        self.narrow_dots: set[str] = set()
         # (buffer first byte, buffer end, input first byte, input end, name):
         # guard buffers the checker made around its inputs
         self.fences: list[tuple[int, int, int, int, str]] = []
+        # every (file, kernel, argument types) launched, with its constexprs,
+        # kept across clear(): what to compile for a GPU at the end
+        self.signatures: dict[tuple, dict] = {}
 
     def clear(self) -> None:
         self.launches.clear()
         self.out_of_bounds.clear()
         self.tf32_dots = 0
+        self.narrow_dots = set()
         self.fences = []
 
     @contextlib.contextmanager
@@ -152,6 +169,27 @@ def _spans(names, values) -> list[tuple[int, int, str]]:
     return spans
 
 
+_TORCH_TYPES = {
+    "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64",
+    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8",
+    "bool": "i1",
+}  # fmt: skip
+
+
+def _triton_type(value) -> str | None:
+    """Triton's name for a kernel argument's type; None where unknown."""
+    if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
+        name = _TORCH_TYPES.get(str(value.dtype).removeprefix("torch."))
+        return f"*{name}" if name else None
+    if isinstance(value, bool):
+        return "i1"
+    if isinstance(value, int):
+        return "i32" if -(2**31) <= value < 2**31 else "i64"
+    if isinstance(value, float):
+        return "fp32"
+    return None
+
+
 def _kernel_line(launch: Launch) -> str:
     frame = sys._getframe(2)
     while frame is not None:
@@ -228,11 +266,13 @@ def _itemsize(handle) -> int:
 
 
 def _to_tf32(values: np.ndarray) -> np.ndarray:
-    """Round float32 values to TF32 (10 mantissa bits), to nearest."""
+    """Truncate float32 values to TF32 (keep 10 mantissa bits), as the tensor
+    cores do: Triton emits no conversion, and the mma reads the fp32
+    registers and drops the low 13 bits (ser1-03 of the 2026-11-26 review)."""
     values = np.ascontiguousarray(values, dtype=np.float32)
     bits = values.view(np.uint32)
-    rounded = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
-    return np.where(np.isfinite(values), rounded, values)
+    truncated = (bits & np.uint32(0xFFFFE000)).view(np.float32)
+    return np.where(np.isfinite(values), truncated, values)
 
 
 _installed = False
@@ -277,6 +317,16 @@ def install() -> None:
         if addresses is not None:
             _launch.loaded.append(addresses)
             _launch.load_sizes.append(int(addresses.size))
+            _launch.load_itemsizes.append(_itemsize(ptrs))
+            element = ptrs.get_element_ty()
+            if other is None and element.is_floating():
+                # Without other= a masked-off lane is undefined (tl.load's
+                # documentation), not the interpreter's 0: NaN shows its use.
+                np_dtype = interpreter._get_np_dtype(element)
+                nan = {"f": np.nan, "u": 0x7FC0}.get(np_dtype.kind)  # bf16: bits
+                if nan is not None and (np_dtype.kind == "f" or element.is_bf16()):
+                    lanes = np.full(ptrs.data.shape, nan, dtype=np_dtype)
+                    other = interpreter.TensorHandle(lanes, element)
         return load(self, ptrs, mask, other, *rest, **kwargs)
 
     def watched_store(self, ptrs, value, mask, *rest, **kwargs):
@@ -299,6 +349,9 @@ def install() -> None:
 
     def watched_dot(self, a, b, d, input_precision, *rest, **kwargs):
         fp32 = a.dtype.is_floating() and a.dtype.primitive_bitwidth == 32
+        acc = d.dtype.scalar if hasattr(d.dtype, "scalar") else d.dtype
+        if _active is not None and acc.is_floating() and acc.primitive_bitwidth < 32:
+            _active.narrow_dots.add(str(acc))  # fp16 or bf16 sums
         if _active is not None and fp32 and input_precision == ir.INPUT_PRECISION.TF32:
             a_tf32, b_tf32 = _to_tf32(a.data), _to_tf32(b.data)
             if not (np.array_equal(a_tf32, a.data) and np.array_equal(b_tf32, b.data)):
@@ -331,8 +384,17 @@ def install() -> None:
                 constexprs={
                     n: v for n, v in zip(names, values, strict=False) if n in constexprs
                 },
+                types={
+                    n: _triton_type(v)
+                    for n, v in zip(names, values, strict=False)
+                    if n not in constexprs
+                },
             )
             _active.launches.append(_launch)
+            key = (_launch.file, _launch.kernel, tuple(sorted(_launch.types.items())))
+            _active.signatures.setdefault(
+                key, {"constexprs": dict(_launch.constexprs), "names": names}
+            )
         return args_hst, kwargs_hst
 
     def watched_call(self, *args, **kwargs):

@@ -50,6 +50,9 @@ EXERCISE = Exercise(
         {"n": 1000, "a": 3.25},
         {"n": 4099, "a": 1e-3},
         {"n": 1001, "a": -2.0, "strided": True},  # every second element
+        # only x, then only y non-contiguous: each input's layout is checked
+        {"n": 999, "a": 0.5, "strided": (1,)},
+        {"n": 999, "a": 0.5, "strided": (2,)},
     ],
     make_inputs=make_inputs,
     reference=reference,

@@ -8,18 +8,41 @@ mask (1024- and 8-element blocks: the second writes nothing past the end when
 n is a multiple of 8, such as 1000), and a mask that lets one element too many
 through. All are presented alike (a function named ``add``), and the detector
 must actually run each one: its answer has to come from what ``add`` wrote.
+The checker watches every call: a True is accepted only when some call of
+``add`` did write past the end of the ``out`` it was given, so an answer
+guessed from anything else (the function's closure, say) fails.
 """
 
 from . import REPO_ROOT, Exercise
 
 
-def _disguised(impl):
-    """``impl`` behind a function that looks the same for every variant."""
+def _disguised(impl, watch, seen: list[int]):
+    """``impl`` behind a function that looks the same for every variant. After
+    each call, ``seen`` gets how many elements its kernels stored outside the
+    tensor they were to fill (``out``, or the tensor returned)."""
 
     def add(x, y, out=None):
-        return impl(x, y, out=out)
+        first = len(watch.launches)
+        result = impl(x, y, out=out)
+        target = out if out is not None else result
+        seen.append(_stored_outside(target, watch.launches[first:]))
+        return result
 
     return add
+
+
+def _stored_outside(target, launches) -> int:
+    import numpy as np
+
+    from ._watch import Watch
+
+    chunks = [a for launch in launches for a in launch.stored]
+    if not chunks:
+        return 0
+    stored = np.unique(np.concatenate(chunks))
+    if target is None or not hasattr(target, "data_ptr"):
+        return int(stored.size)
+    return int((~np.isin(stored, Watch.addresses(target).ravel())).sum())
 
 
 def _variants():
@@ -61,9 +84,10 @@ def check_detector(fn, poisoner, watch):
     poisoner = Poisoner(poisoner.attempt_file, fill=garbage_)
     for label, impl, writes in _variants():
         watch.clear()
+        seen: list[int] = []  # per call of add: elements stored outside out
         try:
             with poisoner.active(), watch.active():
-                answer = fn(_disguised(impl))
+                answer = fn(_disguised(impl, watch, seen))
         except Exception as error:
             poisoner.buffers.clear()
             if watch.out_of_bounds:
@@ -88,6 +112,17 @@ def check_detector(fn, poisoner, watch):
         elif answer != writes:
             verdict = "writes past the end" if writes else "stays inside out"
             yield label, [f"returned {answer}, but this one {verdict}"]
+        elif answer and not any(seen):
+            yield (
+                label,
+                [
+                    f"returned True, and this one does write past the end, but "
+                    f"in none of your {len(seen)} call(s) of add did it write "
+                    "past the end of the out you gave it: the answer must come "
+                    "from what add wrote, not from anything else about add. "
+                    "Call it with an n that leaves the last block ragged."
+                ],
+            )
         else:
             yield label, []
 

@@ -11,12 +11,14 @@ def make_inputs(case, dtype, generator):
     b = torch.randn(k, n, generator=generator).to(dtype)
     bias = torch.randn(n, generator=generator).to(dtype)
     if case.get("cancel") and dtype == torch.float16 and k >= 128:
-        # The first 64 products of every dot sum to 2048 and the bias takes
-        # 2048 off again. At 2048 a float16 has a step of 2, so an accumulator
-        # kept in float16, or rounded to float16 before the bias is added,
-        # loses the random rest (about +-8) by up to 1; float32 keeps it.
+        # The last 64 products of every dot sum to 2048 and the bias takes
+        # 2048 off again, so the result is the random rest (about +-8). Near
+        # 2048 a float16 has a step of 1 or 2: a sum kept in float16 loses
+        # the rest by up to 1, whether it starts at 0 (2048 comes last) or at
+        # the bias (-2048 first, then the rest), and so does a float32 sum
+        # rounded to float16 before the bias is added; float32 keeps it.
         # (float16 only: float32 keeps it to 2.4e-4, near its own tolerance.)
-        a[:, :64], b[:64, :] = 1.0, 32.0
+        a[:, -64:], b[-64:, :] = 1.0, 32.0
         bias = torch.full((n,), -2048.0, dtype=dtype)
     return (a, b, bias)
 
@@ -40,17 +42,23 @@ EXERCISE = Exercise(
     target="at 4096 x 4096 x 4096 float16 aim for the tiled-GEMM page's kernel "
     "rate (the epilogue is nearly free), ahead of torch.relu(a @ b + bias) in "
     "eager PyTorch, which reads and writes the product twice more.",
+    # cheap and telling cases first: a mutant fails early (tests/test_exercises.py)
     cases=[
         {"M": 1, "N": 1, "K": 1},
+        # one input non-contiguous at a time (a, b, bias): a stride taken from
+        # the wrong tensor is wrong here
+        {"M": 9, "N": 10, "K": 11, "strided": (0,)},
+        {"M": 9, "N": 10, "K": 11, "strided": (1,)},
+        {"M": 9, "N": 10, "K": 11, "strided": (2,)},
         {"M": 17, "N": 33, "K": 65},
-        {"M": 64, "N": 64, "K": 64},
-        {"M": 100, "N": 70, "K": 130},
-        {"M": 0, "N": 5, "K": 4},
-        {"M": 5, "N": 3, "K": 0},  # no products: relu(bias) in every row
         {"M": 33, "N": 17, "K": 40, "strided": True},  # every second column
         # rows of a and b longer than K and N: the row strides are not K and N
         {"M": 20, "N": 24, "K": 30, "padded": True},
+        {"M": 0, "N": 5, "K": 4},
+        {"M": 5, "N": 3, "K": 0},  # no products: relu(bias) in every row
         {"M": 8, "N": 16, "K": 128, "cancel": True},  # float32 accumulator
+        {"M": 64, "N": 64, "K": 64},
+        {"M": 100, "N": 70, "K": 130},
     ],
     refusal_ok=False,  # the task says any strides
     dtypes=("float32", "float16"),
@@ -67,6 +75,9 @@ EXERCISE = Exercise(
         "only:cancel": "accumulate in float32 (tl.zeros(..., dtype=tl.float32)) "
         "and add the bias to that float32 accumulator; convert to the output "
         "dtype only at the store.",
+        "tl.dot accumulated in": "start the accumulator from tl.zeros(..., "
+        "dtype=tl.float32) (not from the bias loaded in the input dtype, nor "
+        "with out_dtype=tl.float16), and add the bias after the loop.",
         "NaN where": "tiles along the edges run past M, N or K: mask the loads "
         "with other=0.0 so the extra products add nothing, and mask the store.",
         "only:strided": "pass a.stride(0), a.stride(1), b.stride(0), b.stride(1) "

@@ -14,6 +14,12 @@ def make_inputs(case, dtype, generator):
     if case.get("inf_rows"):
         x[0, : cols - 500] = float("-inf")  # whole blocks of -inf, then values
         x[1] = float("-inf")  # a row of nothing but -inf: the result is -inf
+    if case.get("late_max"):
+        # The row's maximum in its last element, 200 above the rest: a shift
+        # taken from the first tiles alone (no running maximum, or one whose
+        # growth never rescales the sum) overflows exp() there, for any tile
+        # smaller than the row.
+        x[:, -1] = 200.0
     return (x.to(dtype),)
 
 
@@ -93,7 +99,8 @@ EXERCISE = Exercise(
         {"shape": (3, 1100), "strided": True},  # every second column
         # adjacent columns, rows 3 elements longer in memory than n_cols
         {"shape": (3, 700), "padded": True},
-        {"shape": (2, 40000)},  # longer than LONG_ROW: one tile cannot hold it
+        # longer than LONG_ROW: one tile cannot hold it; its maximum comes last
+        {"shape": (2, 40000), "late_max": True},
     ],
     make_inputs=make_inputs,
     reference=reference,
@@ -106,5 +113,8 @@ EXERCISE = Exercise(
         "(tl.where(m == -float('inf'), 0.0, m)), and load masked lanes with "
         "other=-float('inf'). Starting the maximum at a finite number such as "
         "-1e30 instead is wrong for rows whose entries are all below it.",
+        "(got inf": "exp() overflowed: shift by the running maximum of all the "
+        "row read so far, and when it grows multiply the running sum by "
+        "exp(m_old - m_new) before adding the new tile (the rescaling).",
     },
 )
