@@ -187,8 +187,8 @@ def _config(bm, bn, bk, warps, stages, group_m=8):
     return triton.Config(meta, num_warps=warps, num_stages=stages)
 
 
-# The candidates of matmul_tma.py, whose GEMM this is, plus a narrow one for
-# projections with few output features.
+# The candidates of matmul_tma.py, whose GEMM this is, without its smallest
+# tile (64 x 64 x 64).
 CONFIGS = [
     _config(128, 256, 64, warps=8, stages=3),
     _config(256, 128, 64, warps=8, stages=3),

@@ -286,6 +286,7 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
 # torch.compile see the kernel launches inside it.
 @torch.library.triton_op("triton_course::softmax", mutates_args=())
 def softmax_op(x: torch.Tensor) -> torch.Tensor:
+    x = x.contiguous()  # as SoftmaxFunction does: any layout in, dense rows out
     y = torch.empty_like(x)
     softmax_fwd(x, out=y, launch_wrapper=torch.library.wrap_triton)
     return y

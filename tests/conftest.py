@@ -155,9 +155,12 @@ def pytest_collection_modifyitems(config, items):
         config._course_gpu_deselected = len(gpu_only)
 
 
-def _start_support_compile(out: Path):
-    """``python -m triton_course.support fresh OUT`` in the background, at the
-    lowest priority (about 4 CPU-minutes in one process)."""
+def _start_support_compile(out: Path, background: bool):
+    """``python -m triton_course.support fresh OUT`` (about 4 CPU-minutes in
+    one process): in the ``background`` at the lowest priority, on the core
+    the interpreter tests leave idle; otherwise at normal priority, for a
+    pytest-xdist worker that waits for it (at the lowest priority it would
+    starve beside the other workers while this one sits idle)."""
     import subprocess
 
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
@@ -171,12 +174,12 @@ def _start_support_compile(out: Path):
         stderr=subprocess.STDOUT,
         text=True,
         # lowest priority: it fills idle CPU instead of slowing the tests
-        preexec_fn=lambda: os.nice(19),
+        preexec_fn=(lambda: os.nice(19)) if background else None,
         start_new_session=True,  # its own group: stopped with its workers
     )
 
 
-def support_compile(config) -> tuple:
+def support_compile(config, background: bool = False) -> tuple:
     """(process, output path) of the GPU-support table's fresh compile,
     started now if collection did not start it already (under pytest-xdist
     it starts in the worker that runs tests/test_support.py, whose tests
@@ -186,7 +189,8 @@ def support_compile(config) -> tuple:
         import tempfile
 
         out = Path(tempfile.mkdtemp(prefix="support-")) / "support.json"
-        started = config._course_support = (_start_support_compile(out), out)
+        proc = _start_support_compile(out, background)
+        started = config._course_support = (proc, out)
     return started
 
 
@@ -207,7 +211,7 @@ def pytest_collection_finish(session):
         )
     ):
         return
-    support_compile(session.config)
+    support_compile(session.config, background=True)
 
 
 def pytest_unconfigure(config):

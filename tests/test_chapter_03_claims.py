@@ -63,6 +63,67 @@ def test_k_below_the_float16_minimum_does_not_compile(dots, arch):
     assert dots[f"{arch}:16x16x8"].startswith("error: CompilationError")
 
 
+_WARPS_PROBE = """
+import json, re
+from triton_course import codegen, excerpts
+probes = codegen._probes()
+found = {}
+for m, n, k in [(64, 64, 16), (128, 128, 32)]:
+    for warps in (1, 2, 4, 8):
+        sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32",
+               "M": "constexpr", "N": "constexpr", "K": "constexpr"}
+        ptx = codegen.compile_for(
+            probes.dot_kernel, 90, sig, {"M": m, "N": n, "K": k},
+            aligned=("a_ptr", "b_ptr", "c_ptr"), num_warps=warps,
+        )["ptx"]
+        found[f"{m}x{n}x{k}:w{warps}"] = [
+            w for w in ("wgmma", "mma.sync") if w in ptx] or ["none"]
+# memory_access.py's copy_tiles_kernel, strides and bounds divisible by 16,
+# with x's base 16-byte aligned or not (as for x[:, 1:])
+kernel = excerpts._load(codegen.SNIPPETS / "memory_access.py").copy_tiles_kernel
+for x_aligned in (True, False):
+    sig = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n_rows": "i32", "n_cols": "i32",
+           "stride_xr": "i32", "stride_xc": "constexpr", "stride_or": "i32",
+           "stride_oc": "constexpr", "BLOCK_R": "constexpr", "BLOCK_C": "constexpr"}
+    aligned = ["out_ptr", "n_rows", "n_cols", "stride_xr", "stride_or"]
+    asm = codegen.compile_for(
+        kernel, 90, sig,
+        {"stride_xc": 1, "stride_oc": 1, "BLOCK_R": 32, "BLOCK_C": 128},
+        aligned + (["x_ptr"] if x_aligned else []),
+    )
+    found[f"copy:x_aligned={x_aligned}"] = sorted(
+        set(re.findall(r"\\bld\\.global\\S*", asm["ptx"])))
+print(json.dumps(found))
+"""
+
+
+@pytest.fixture(scope="module")
+def warps_and_alignment():
+    return compile_in_subprocess(_WARPS_PROBE)
+
+
+@pytest.mark.parametrize("shape", ["64x64x16", "128x128x32"])
+def test_wgmma_needs_a_warpgroup_as_well_as_64_rows(warps_and_alignment, shape):
+    # index.md, profiling-debugging.md (review l03-06): 64 rows are not enough,
+    # the program needs whole warpgroups, num_warps a multiple of 4
+    found = warps_and_alignment
+    assert found[f"{shape}:w1"] == found[f"{shape}:w2"] == ["mma.sync"]
+    assert found[f"{shape}:w4"] == found[f"{shape}:w8"] == ["wgmma"]
+    for page in ("index.md", "profiling-debugging.md"):
+        text = " ".join((CHAPTER / page).read_text(encoding="utf-8").split())
+        assert "multiple of 4" in text and "64 rows" in text, page
+
+
+def test_an_unaligned_base_pointer_gives_scalar_loads(warps_and_alignment):
+    # memory-access.md (review l03-14): the vector width needs the base
+    # pointer 16-byte aligned too, not only the row stride and the bound
+    found = warps_and_alignment
+    assert found["copy:x_aligned=True"] == ["ld.global.v4.b32"]
+    assert found["copy:x_aligned=False"] == ["ld.global.b32"]
+    text = " ".join((CHAPTER / "memory-access.md").read_text("utf-8").split())
+    assert "base address 16-byte aligned" in text and "x[:, 1:129]" in text
+
+
 def test_the_page_does_not_blame_the_block_size_for_missing_tensor_cores():
     text = (CHAPTER / "profiling-debugging.md").read_text(encoding="utf-8")
     assert "too small a block" not in text
@@ -426,3 +487,45 @@ def test_the_fold_tables_name_only_gpus_that_measured_the_fold():
     for gpu in named:
         assert any(gpu in slug for slug in measured), gpu
     assert "has no H200 measurement yet" not in " ".join(text.split())
+
+
+def test_the_chapter_states_no_h200_result():
+    # review l03-07: an H200 ratio quoted at its one favourable size; the H200
+    # data left the course (#33), so no page of the chapter may name one
+    for page in sorted(CHAPTER.glob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        assert "gpu=h200" not in text and "H200" not in text, page.name
+
+
+def test_a_ratios_spread_is_said_to_be_within_one_run():
+    # review l03-08: a ± bounds the rounds of one run, not a second machine
+    text = " ".join(_text("pytorch-integration.md").split())
+    assert "spread within this one run" in text
+    assert "how-numbers-are-made.md#how-far-a-number-holds" in text
+
+
+def test_the_notebook_times_the_weights_folded_once():
+    # review l03-05: the notebook timed layernorm_linear, which folds the
+    # weights on every call, against the page's once-folded benchmark
+    text = (REPO_ROOT / "notebooks" / "layernorm_linear.md").read_text("utf-8")
+    timing = text.split("```python timing", 1)[1].split("```", 1)[0]
+    assert "folded = fold_layernorm(w, b, lw, lb)" in timing
+    assert "lambda: layernorm_linear_folded(x, folded)" in timing
+    assert "lambda: layernorm_linear(" not in timing
+
+
+def test_the_normalisation_sentence_names_rmsnorm():
+    # review l03-15: Llama-style models open their blocks with RMSNorm
+    text = " ".join(_text("fusion.md").split())
+    assert "LayerNorm followed by a Linear layer opens every" not in text
+    assert "RMSNorm" in text and "Llama family" in text
+
+
+def test_the_copy_rate_is_a_yardstick_not_the_limit():
+    # review l03-02: the limit is the DRAM's; the copy probe is what a kernel
+    # is measured against, and a good kernel may pass it by a little
+    text = " ".join(_text("index.md").split())
+    assert "can at best reach the same ceiling" not in text
+    assert "bench=softmax_autograd_fwd gpu=h100 value=vendor_peak" in text
+    assert "bench=softmax_autograd_fwd gpu=h100 value=roofline" in text
+    assert "match or pass by a little" in text

@@ -370,3 +370,17 @@ def test_the_benchmark_times_the_folded_call_against_the_same_layer(seeded):
     eager = lf.BENCHMARK["peers"]["PyTorch eager"](*inputs)
     torch.testing.assert_close(eager.double(), expected, atol=2e-2, rtol=2e-2)
     assert lf.BENCHMARK["peers"]["cuBLAS (Linear alone)"](*inputs).shape == got.shape
+
+
+def test_the_configs_are_matmul_tmas_without_its_smallest_tile():
+    # The comment above CONFIGS says where the list comes from: keep it true.
+    def tiles(configs):
+        return {
+            (*(c.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K")), c.num_warps,
+             c.num_stages)
+            for c in configs
+        }  # fmt: skip
+
+    tma = load_snippet("matmul_tma")
+    assert tiles(tma.CONFIGS) - tiles(lf.CONFIGS) == {(64, 64, 64, 4, 4)}
+    assert tiles(lf.CONFIGS) <= tiles(tma.CONFIGS)

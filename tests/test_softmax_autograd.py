@@ -134,6 +134,16 @@ def test_gradient_of_an_expanded_view(op):
     torch.testing.assert_close(x.grad, torch.zeros_like(x), atol=1e-6, rtol=0)
 
 
+@pytest.mark.parametrize("op", ["function", "custom_op"])
+def test_both_forms_take_a_transposed_input(op, seeded):
+    # The page says the operator changes nothing else: it takes what the
+    # autograd.Function takes, a non-contiguous view included.
+    fn = sm.softmax if op == "function" else sm.softmax_op
+    x = torch.randn(9, 5, device=DEVICE, dtype=torch.float64).t()
+    assert not x.is_contiguous()
+    assert_close(fn(x), torch.softmax(x, dim=-1))
+
+
 # --8<-- [start:test_gradcheck]
 @pytest.mark.parametrize("op", ["function", "custom_op"])
 def test_gradcheck_in_float64(op, seeded):
