@@ -293,6 +293,10 @@ def run_copied(sections: list[str], tmp_path) -> dict:
     from triton_course.notebooks import snippet_section
 
     source = "\n\n".join(snippet_section(*s.split(":")) for s in sections)
+    # The copied program registers its operators under a namespace of its own:
+    # under the course's name it would replace, in this process, the op that
+    # the snippet module (and tests/test_memory_safety.py) holds.
+    source = source.replace('"triton_course::', '"copied_page::')
     stem = f"copied_{len(list(tmp_path.glob('copied_*.py')))}"
     path = tmp_path / f"{stem}.py"  # triton.jit reads its source from a file
     path.write_text(source, encoding="utf-8")

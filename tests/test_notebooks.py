@@ -33,6 +33,8 @@ VOLATILE = (
     # The set-up cell's report of where it ran and with which versions
     ("/cells/*/outputs", r"this notebook: [^\n]*", "this notebook: <where>"),
     ("/cells/*/outputs", r"versions: [^\n]*", "versions: <versions>"),
+    # a check that names the device it ran on
+    ("/cells/*/outputs", r"matches PyTorch on (?:cuda|cpu)", "matches PyTorch"),
 )
 
 
@@ -298,6 +300,7 @@ def test_cells_written_for_hopper_skip_themselves_before_it():
 
 def test_the_setup_falls_back_to_the_interpreter_on_a_gpu_triton_cannot_use():
     out = _run_setup("Tesla P100", 6, 0, 49152)
-    assert "Triton needs compute capability 7.5 or newer" in out
-    assert "Tesla P100 is 6.0" in out and "T4 GPU" in out
+    # below PyTorch's own floor for Triton (7.0), not a course-made 7.5 (ser1-04)
+    assert "below the 7.0 that PyTorch asks of a GPU before it uses Triton" in out
+    assert "Tesla P100 has compute capability 6.0" in out and "T4 GPU" in out
     assert "DEVICE cpu 1" in out
