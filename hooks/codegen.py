@@ -202,7 +202,9 @@ def render_support(snippets: list[str], root: Path) -> str:
         "tiles to the GPU asked as each one (other sizes and dtypes may launch "
         "other configs); and each config's shared "
         "memory compared with the target's per-block limit (under each column). "
-        f"[The test]({_SUPPORT_TEST}) recompiles it in every CI run.*",
+        f"[A test]({_SUPPORT_TEST}) fails in every CI run if a launch or a "
+        "snippet changed since, and recompiles per snippet the launch with the "
+        "most shared memory for every target.*",
     ]
     if failures:
         lines += ["", "*Compile errors: " + "; ".join(f"`{f}`" for f in failures) + "*"]

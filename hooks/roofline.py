@@ -102,6 +102,12 @@ def _dram(bench: dict) -> bool:
     return bench["metric"] == "bandwidth" and P.ceiling_key(bench) == "bandwidth"
 
 
+def _matmul(bench: dict) -> bool:
+    """A benchmark measured against the bf16 matmul probe (not the FP8 one:
+    the roofline's flat roof is the bf16/fp16 tensor-core rate)."""
+    return bench["metric"] == "compute" and P.ceiling_key(bench) == "compute"
+
+
 def ceilings(bench_map: dict) -> tuple[float | None, float | None]:
     """(copy bandwidth in GB/s, matmul rate in TFLOP/s) as the probes measured
     them in this run (never a value the old runner raised to a kernel's rate).
@@ -110,18 +116,14 @@ def ceilings(bench_map: dict) -> tuple[float | None, float | None]:
     file mixes runs, the highest probe is the ceiling.
     """
     bw = [T.probe_of(b["roofline"]) for b in bench_map.values() if _dram(b)]
-    fl = [
-        T.probe_of(b["roofline"])
-        for b in bench_map.values()
-        if b["metric"] == "compute"
-    ]
+    fl = [T.probe_of(b["roofline"]) for b in bench_map.values() if _matmul(b)]
     return (max(bw) if bw else None, max(fl) if fl else None)
 
 
 def vendor_ceilings(bench_map: dict, gpu: dict) -> tuple[dict | None, dict | None]:
     """The vendor's spec-sheet peaks ({value, source}) for the same two."""
     bw = [b for b in bench_map.values() if _dram(b)]
-    fl = [b for b in bench_map.values() if b["metric"] == "compute"]
+    fl = [b for b in bench_map.values() if _matmul(b)]
     return tuple(
         T.vendor_peak_of(group[0]["roofline"], gpu["name"]) if group else None
         for group in (bw, fl)
@@ -490,7 +492,7 @@ def render_roofline(text: str, gpus: list) -> str:
     )  # fmt: skip
     by_metric = {}
     for b in g.benchmarks.values():
-        if b["metric"] == "compute" or _dram(b):
+        if _matmul(b) or _dram(b):
             by_metric.setdefault(b["metric"], b)
     roofs = [
         P.ceiling_names(by_metric[m], g.gpu)[0] + f" ({shape})"

@@ -54,8 +54,8 @@ def browser():
         browser.close()
 
 
-@pytest.fixture
-def page(browser, server):
+def _new_page(browser, server):
+    """(context, page) as a reader's browser opens the site, offline."""
     context = browser.new_context(base_url=server)
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
     # The machine running the tests is offline. Two external requests are by
@@ -80,8 +80,22 @@ def page(browser, server):
         "console", lambda m: m.type == "error" and page.console_errors.append(m.text)
     )
     page.on("pageerror", lambda e: page.console_errors.append(str(e)))
+    return context, page
+
+
+@pytest.fixture
+def page(browser, server):
+    context, page = _new_page(browser, server)
     yield page
     context.close()
+
+
+def _urls(site):
+    """Every page of the built site, as a URL relative to its root."""
+    return sorted(
+        "" if html.parent == site else html.parent.relative_to(site).as_posix() + "/"
+        for html in site.rglob("index.html")
+    )
 
 
 def test_tutorial_renders_the_snippet_code(page):
@@ -156,14 +170,10 @@ def test_dark_mode_toggle(page):
     assert {before, after} == {"default", "slate"}
 
 
-def test_pages_load_without_console_errors(page, built_site):
-    site = built_site[0]
-    for html in sorted(site.rglob("index.html")):
-        url = html.parent.relative_to(site).as_posix()
-        url = "" if url == "." else url + "/"
-        page.goto(url)
-        page.wait_for_load_state("load")
-    assert page.console_errors == []
+def test_pages_load_without_console_errors(desktop):
+    assert len(desktop) >= 20, sorted(desktop)
+    errors = {url: r["console"] for url, r in desktop.items() if r["console"]}
+    assert not errors, errors
 
 
 # ------------------------------------------------- results at a glance (#14) ---
@@ -241,15 +251,13 @@ def _show_every_tab(page):
     return results or page.evaluate(_TABS_JS)
 
 
-def test_every_timing_table_has_its_plot_and_fits_at_1400px(page, built_site):
+def test_every_timing_table_has_its_plot_and_fits_at_1400px(desktop, built_site):
     # Layout only: the colour scheme changes no size (the contrast tests
     # below look at both schemes), so one scheme keeps the suite's time down.
     pages = _pages_with_timings(built_site[0])
     assert len(pages) >= 8, pages
-    page.set_viewport_size({"width": 1400, "height": 900})
     for url in pages:
-        page.goto(url)
-        tabs = _show_every_tab(page)
+        tabs = desktop[url]["tabs"]
         assert tabs, url
         for tab in tabs:
             where = f"{url} [{tab['label']}]"
@@ -257,41 +265,44 @@ def test_every_timing_table_has_its_plot_and_fits_at_1400px(page, built_site):
             assert tab["points"] >= tab["rows"], where
             assert tab["width"] <= tab["column"] + 1, f"{where}: {tab}"
             assert tab["wrapped"] == 0, f"{where}: numeric cells wrap"
-    assert page.console_errors == []
 
 
-def test_on_a_phone_tables_scroll_in_their_box_not_the_page(page, built_site):
-    page.set_viewport_size({"width": 390, "height": 844})
-    for url in _pages_with_timings(built_site[0]):
-        page.goto(url)
-        for tab in _show_every_tab(page):
+# the phone's own plot of a timing table
+_PHONE_PLOTS_JS = """() => [...document.querySelectorAll(
+    '.course-plot:not(.roofline) svg')]
+  .filter(s => s.getClientRects().length)
+  .map(s => {
+    const width = s.getBoundingClientRect().width;
+    return {cls: s.getAttribute('class'), width,
+            scale: width / s.viewBox.baseVal.width,
+            box: s.parentElement.clientWidth};
+  })"""
+
+
+def test_on_a_phone_tables_scroll_in_their_box_not_the_page(phone, built_site):
+    pages = _pages_with_timings(built_site[0])
+    assert len(pages) >= 8, pages
+    for url in pages:
+        found = phone[url]
+        for tab in found["tabs"]:
             where = f"{url} [{tab['label']}]"
             assert tab["wrapped"] == 0, f"{where}: numeric cells wrap on a phone"
             assert tab["box_scrolls"] in ("auto", "scroll"), f"{where}: {tab}"
             assert tab["plot_before_table"], f"{where}: no plot on a phone"
             assert tab["points"] >= tab["rows"], where
-        page_width = page.evaluate("document.documentElement.scrollWidth")
+        page_width = found["page_width"]
         assert page_width <= 390, f"{url} scrolls sideways ({page_width} px)"
         # the phone's own plot: drawn at about 1:1, so its 11-unit text stays
         # at least 10 px, and it fits its box (nothing to scroll)
-        plots = page.evaluate(
-            """() => [...document.querySelectorAll('.course-plot:not(.roofline) svg')]
-              .filter(s => s.getClientRects().length)
-              .map(s => {
-                const width = s.getBoundingClientRect().width;
-                return {cls: s.getAttribute('class'), width,
-                        scale: width / s.viewBox.baseVal.width,
-                        box: s.parentElement.clientWidth};
-              })"""
-        )
-        assert plots, url
-        for plot in plots:
+        assert found["plots"], url
+        for plot in found["plots"]:
             assert "narrow" in plot["cls"], f"{url}: the wide plot shows on a phone"
             assert 11 * plot["scale"] >= 10, (
                 f"{url}: plot text {11 * plot['scale']:.1f} px"
             )
             assert plot["width"] <= plot["box"] + 1, f"{url}: {plot}"
-    assert page.console_errors == []
+    errors = {url: r["console"] for url, r in phone.items() if r["console"]}
+    assert not errors, errors
 
 
 def _contrast(a, b):
@@ -414,23 +425,19 @@ def test_download_button_and_figures_pass_wcag_aa_in_both_schemes(page, scheme):
         assert best >= 4.5, f"{src}: ink {best:.2f}:1 on the page in {scheme}"
 
 
-def test_code_written_to_88_columns_never_scrolls_at_1400px(page, built_site):
+_CODE_JS = """() => [...document.querySelectorAll('.md-content pre > code')]
+  .filter(c => c.getClientRects().length)
+  .map(c => ({cols: Math.max(...c.innerText.split('\\n').map(l => l.length)),
+              scroll: c.scrollWidth - c.clientWidth,
+              head: c.innerText.slice(0, 60)}))"""
+
+
+def test_code_written_to_88_columns_never_scrolls_at_1400px(desktop):
     # the snippets are written to 88 columns; captured tool output (ncu
     # tables, generated code) may be wider and scrolls in its own box
-    page.set_viewport_size({"width": 1400, "height": 900})
-    site, checked, scrolling = built_site[0], 0, []
-    for html in sorted(site.rglob("index.html")):
-        url = html.parent.relative_to(site).as_posix()
-        page.goto("" if url == "." else url + "/")
-        blocks = page.evaluate(
-            """() => [...document.querySelectorAll('.md-content pre > code')]
-              .filter(c => c.getClientRects().length)
-              .map(c => ({cols: Math.max(...c.innerText.split('\\n')
-                                          .map(l => l.length)),
-                          scroll: c.scrollWidth - c.clientWidth,
-                          head: c.innerText.slice(0, 60)}))"""
-        )
-        for b in blocks:
+    checked, scrolling = 0, []
+    for url, found in desktop.items():
+        for b in found["code"]:
             if b["cols"] <= 88:
                 checked += 1
                 if b["scroll"] > 1:
@@ -439,27 +446,23 @@ def test_code_written_to_88_columns_never_scrolls_at_1400px(page, built_site):
     assert not scrolling, "\n".join(scrolling[:20])
 
 
-def test_support_matrix_fits_the_column_with_names_whole(page, built_site):
-    page.set_viewport_size({"width": 1400, "height": 900})
-    site = built_site[0]
-    pages = sorted(
-        html.parent.relative_to(site).as_posix() + "/"
-        for html in site.rglob("index.html")
-        if 'class="course-support"' in html.read_text(encoding="utf-8")
-    )
+_SUPPORT_JS = """() => [...document.querySelectorAll('.course-support table')]
+  .filter(t => t.getClientRects().length).map(t => ({
+    width: t.getBoundingClientRect().width,
+    column: document.querySelector('.md-content__inner').clientWidth,
+    broken: [...t.querySelectorAll('code')]
+      .filter(c => c.getClientRects().length > 1).length,
+    legend: !!t.parentElement.querySelector('.course-support-legend'),
+  }))"""
+
+
+def test_support_matrix_fits_the_column_with_names_whole(desktop, built_site):
+    pages = _pages(built_site[0], 'class="course-support"')
     assert len(pages) >= 5, pages
     for url in pages:
-        page.goto(url)
-        for t in page.evaluate(
-            """() => [...document.querySelectorAll('.course-support table')]
-              .filter(t => t.getClientRects().length).map(t => ({
-                width: t.getBoundingClientRect().width,
-                column: document.querySelector('.md-content__inner').clientWidth,
-                broken: [...t.querySelectorAll('code')]
-                  .filter(c => c.getClientRects().length > 1).length,
-                legend: !!t.parentElement.querySelector('.course-support-legend'),
-              }))"""
-        ):
+        tables = desktop[url]["support"]
+        assert tables, url
+        for t in tables:
             assert t["width"] <= t["column"] + 1, f"{url}: {t}"
             assert t["broken"] == 0, f"{url}: a kernel name breaks: {t}"
             assert t["legend"], url
@@ -618,18 +621,15 @@ _READABLE_JS = """async () => {
 }"""
 
 
-def test_on_a_phone_formulas_and_figures_are_readable(page, built_site):
+def test_on_a_phone_formulas_and_figures_are_readable(phone, built_site):
     # Material sizes a display formula to its content below 45em; MathJax's
     # SVG once collapsed to 1 x 1 px there. Figures drawn for the column
     # were scaled to half on a phone: 5 px labels.
-    pages = _pages(built_site[0], 'class="arithmatex"', "assets/figures/", "<svg")
-    page.set_viewport_size(PHONE)
+    pages = _pages(built_site[0], *READABLE_MARKERS)
     seen = {"display": 0, "figure": 0}
     problems = []
     for url in pages:
-        page.goto(url)
-        _wait_for_maths(page)
-        found = page.evaluate(_READABLE_JS)
+        found = phone[url]["readable"]
         for f in found["formulas"]:
             seen["display"] += f["what"] == "display"
             if f["what"] == "display" and min(f["width"], f["height"]) <= 9:
@@ -655,7 +655,6 @@ def test_on_a_phone_formulas_and_figures_are_readable(page, built_site):
             problems.append(f"{url} scrolls sideways ({found['page_width']} px)")
     assert seen["display"] >= 20 and seen["figure"] >= 10, seen
     assert not problems, "\n".join(problems[:30])
-    assert page.console_errors == []
 
 
 def test_formulas_are_not_tab_stops(page):
@@ -722,32 +721,93 @@ _AXE_RUN_JS = """async rules => {
 }"""
 
 
-def test_axe_finds_no_serious_violation_on_any_page_in_either_scheme(page, built_site):
-    with open(AXE, encoding="utf-8") as f:
-        axe = f.read()
-    site = built_site[0]
-    urls = sorted(
-        ("" if html.parent == site else html.parent.relative_to(site).as_posix() + "/")
-        for html in site.rglob("index.html")
-    )
-    assert len(urls) >= 20, urls
-    page.set_viewport_size({"width": 1400, "height": 900})
-    page.emulate_media(color_scheme="light")
+def test_axe_finds_no_serious_violation_on_any_page_in_either_scheme(desktop):
+    assert len(desktop) >= 20, sorted(desktop)
     found = []
-    for url in urls:
-        page.goto(url)
-        _wait_for_maths(page)
-        scheme = page.evaluate("document.body.getAttribute('data-md-color-scheme')")
-        assert scheme == "default", (url, scheme)
-        page.evaluate(_AXE_TRIM_JS)
-        page.add_script_tag(content=axe)
-        found += [(url, "default", v) for v in page.evaluate(_AXE_RUN_JS, None)]
-        page.evaluate("document.body.setAttribute('data-md-color-scheme', 'slate')")
-        found += [
-            (url, "slate", v) for v in page.evaluate(_AXE_RUN_JS, AXE_COLOUR_RULES)
-        ]
+    for url, r in desktop.items():
+        assert r["scheme"] == "default", (url, r["scheme"])
+        found += [(url, scheme, v) for scheme, v in r["axe"]]
     assert not found, "\n".join(
         f"{url or '/'} [{scheme}] {v['impact']} {v['rule']} x{v['nodes']}: "
         f"{v['first']}: {v['why']}"
         for url, scheme, v in found[:30]
     )
+
+
+# ------------------------------------------------------- one visit per page ---
+# Loading a page (with its formulas and plots) is most of what a check of it
+# costs, so each page is visited once per viewport and everything checked at
+# that viewport is read in that visit; the tests above judge what was read.
+READABLE_MARKERS = ('class="arithmatex"', "assets/figures/", "<svg")
+
+
+@pytest.fixture(scope="module")
+def desktop(browser, server, built_site):
+    """Every page at 1400 px in the light scheme, as a first visit shows it:
+    {url: {console, scheme, code, support?, tabs?, axe}}. axe runs last (it
+    trims the page), in the light scheme and then the dark one."""
+    with open(AXE, encoding="utf-8") as f:
+        axe = f.read()
+    site = built_site[0]
+    support = set(_pages(site, 'class="course-support"'))
+    timings = set(_pages_with_timings(site))
+    context, page = _new_page(browser, server)
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.emulate_media(color_scheme="light")
+    found = {}
+    try:
+        for url in _urls(site):
+            page.console_errors.clear()
+            page.goto(url)
+            page.wait_for_load_state("load")
+            _wait_for_maths(page)
+            r = found[url or "./"] = {
+                "scheme": page.evaluate(
+                    "document.body.getAttribute('data-md-color-scheme')"
+                ),
+                "code": page.evaluate(_CODE_JS),
+            }
+            key = url or "./"
+            if key in support:
+                r["support"] = page.evaluate(_SUPPORT_JS)
+            if key in timings:
+                r["tabs"] = _show_every_tab(page)
+            r["console"] = list(page.console_errors)
+            page.evaluate(_AXE_TRIM_JS)
+            page.add_script_tag(content=axe)
+            r["axe"] = [("default", v) for v in page.evaluate(_AXE_RUN_JS, None)]
+            page.evaluate("document.body.setAttribute('data-md-color-scheme', 'slate')")
+            r["axe"] += [
+                ("slate", v) for v in page.evaluate(_AXE_RUN_JS, AXE_COLOUR_RULES)
+            ]
+    finally:
+        context.close()
+    return found
+
+
+@pytest.fixture(scope="module")
+def phone(browser, server, built_site):
+    """Every page with formulas, figures or timing tables at 390 px:
+    {url: {console, readable?, tabs?, page_width?, plots?}}."""
+    site = built_site[0]
+    readable = set(_pages(site, *READABLE_MARKERS))
+    timings = set(_pages_with_timings(site))
+    context, page = _new_page(browser, server)
+    page.set_viewport_size(PHONE)
+    found = {}
+    try:
+        for url in sorted(readable | timings):
+            page.console_errors.clear()
+            page.goto(url)
+            _wait_for_maths(page)
+            r = found[url] = {}
+            if url in readable:
+                r["readable"] = page.evaluate(_READABLE_JS)
+            if url in timings:
+                r["tabs"] = _show_every_tab(page)
+                r["page_width"] = page.evaluate("document.documentElement.scrollWidth")
+                r["plots"] = page.evaluate(_PHONE_PLOTS_JS)
+            r["console"] = list(page.console_errors)
+    finally:
+        context.close()
+    return found

@@ -244,3 +244,13 @@ def test_a_crowded_target_is_named_in_the_legend_not_on_the_data():
     assert not G.labels_on_data(svg), G.labels_on_data(svg)
     label = re.search(r"<text[^>]*>target 80 % of the measured ceiling</text>", svg)
     assert label and 'class="line-label"' not in label.group(0), svg
+
+
+def test_every_roofline_a_benchmark_may_use_names_its_probe():
+    # a plot's ceiling line says which probe measured it; a new roofline key
+    # without a name here raised KeyError only when its plot was drawn
+    from triton_course.runner import discovery
+
+    keys = {key for keys in discovery.CEILINGS.values() for key in keys}
+    assert keys <= set(P.PROBES), keys - set(P.PROBES)
+    assert "compute_fp8" in keys  # the FP8 GEMM's ceiling

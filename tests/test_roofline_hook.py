@@ -387,3 +387,18 @@ def test_a_number_takes_the_first_free_side_of_its_point():
     assert (x, y) == (107, 115)
     box = hook._number_box(x, y, "1")
     assert not hook.P._crosses(box, slope[0])
+
+
+def test_an_fp8_ceiling_never_becomes_the_flat_roof(benches):
+    # the FP8 GEMMs carry their own probe (ceiling "compute_fp8", about
+    # twice the bf16 one): the roofline's flat roof stays the bf16 matmul
+    import copy
+
+    mixed = copy.deepcopy(dict(benches))
+    fp8 = copy.deepcopy(next(b for b in mixed.values() if b["metric"] == "compute"))
+    fp8["roofline"]["ceiling"] = "compute_fp8"
+    for key in ("value", "probe_value"):
+        if key in fp8["roofline"]:
+            fp8["roofline"][key] = 4 * fp8["roofline"][key]
+    mixed["fp8_gemm"] = fp8
+    assert hook.ceilings(mixed) == hook.ceilings(benches) == (2000.0, 500.0)

@@ -36,11 +36,78 @@ def fresh(request):
 
 
 def test_the_committed_table_is_what_a_fresh_compile_gives(fresh):
+    # the quick check: every launch recorded again, every input unchanged, and
+    # per snippet one launch recompiled for every target (support.quick_table)
     problems = support.differences(STORED, fresh)
     assert not problems, (
         "data/support.json is stale; run `python -m triton_course.support table`:\n"
         + "\n".join(problems[:20])
     )
+    assert fresh["sampled"] and {r["snippet"] for r in fresh["rows"]} == set(
+        support.PLANS
+    )
+    assert len(fresh["launch_keys"]) == len(STORED["rows"])
+
+
+def test_the_quick_check_refuses_a_changed_input_launch_or_row():
+    # built from the stored table itself, no compile: what a quick check of
+    # an unchanged repository would produce, then one thing changed at a time
+    keys = support.sample_keys(STORED)
+    sampled = [r for r in STORED["rows"] if support.row_key(r) in keys]
+    current = {
+        "sampled": True,
+        "triton": STORED["triton"],
+        "inputs": STORED["inputs"],
+        "launch_keys": [support.row_key(r) for r in STORED["rows"]],
+        "rows": sampled,
+        "refusals": STORED["refusals"],
+    }
+    assert support.differences(STORED, current) == []
+
+    edited = json.loads(json.dumps(current))
+    edited["inputs"]["snippets"]["softmax.py"] = "0" * 16
+    assert support.differences(STORED, edited) == [
+        "softmax.py changed since the table was compiled"
+    ]
+    edited = json.loads(json.dumps(current))
+    edited["inputs"]["code"]["triton_course/codegen.py"] = "0" * 16
+    assert "changed since" in support.differences(STORED, edited)[0]
+
+    edited = json.loads(json.dumps(current))
+    edited["launch_keys"].append('["x.py", "k", "", "BLOCK=1", null]')
+    assert support.differences(STORED, edited)[0].startswith("new launch")
+
+    edited = json.loads(json.dumps(current))
+    edited["rows"][0]["archs"]["sm_80"]["shared"] += 1024
+    assert any("->" in p for p in support.differences(STORED, edited))
+
+
+def test_the_sample_holds_one_launch_per_snippet_the_one_nearest_a_limit():
+    keys = support.sample_keys(STORED)
+    rows = {support.row_key(r): r for r in STORED["rows"]}
+    assert sorted(rows[k]["snippet"] for k in keys) == sorted(support.PLANS)
+    for key in keys:
+        row = rows[key]
+        same_snippet = [r for r in STORED["rows"] if r["snippet"] == row["snippet"]]
+        most = max(r["archs"]["sm_90"].get("shared", -1) for r in same_snippet)
+        assert row["archs"]["sm_90"].get("shared", -1) == most
+
+
+def test_the_inputs_digest_ignores_comments_and_docstrings_not_code(tmp_path):
+    one, two, three = (tmp_path / f"{n}.py" for n in ("one", "two", "three"))
+    one.write_text(
+        '"""A kernel."""\nBLOCK = 128  # tile\n\n\ndef f():\n    return BLOCK\n'
+    )
+    two.write_text(
+        '"""Another text."""\nBLOCK = 128\n\n\n'
+        'def f():\n    """Why."""\n    return BLOCK\n'
+    )
+    three.write_text(
+        '"""A kernel."""\nBLOCK = 256  # tile\n\n\ndef f():\n    return BLOCK\n'
+    )
+    digest = support._syntax_digest
+    assert digest(one) == digest(two) != digest(three)
+    assert set(STORED["inputs"]["snippets"]) == set(support.PLANS)
 
 
 def test_every_kernel_of_every_snippet_is_in_the_table():
@@ -274,3 +341,50 @@ def test_the_page_says_which_tiles_a_sizing_launcher_picks_on_each_gpu():
     assert picked["sm_86"] == "BLOCK_M=128, BLOCK_N=64, 8 warps, 2 stages"
     assert picked["sm_75"].startswith("BLOCK_M=64, BLOCK_N=32")
     assert "refused" in md  # fp8 e4m3 before sm_89
+
+
+def test_table_recompiles_only_the_snippets_that_changed(monkeypatch):
+    # `support table` keeps the rows of a snippet whose code is unchanged
+    # since the stored table, and compiles the others (and all of them when
+    # triton or the compiling code changed); no compile here, both faked
+    def launch(snippet, block):
+        return {"snippet": snippet, "kernel": "k", "dtype": "", "archs": None,
+                "constexprs": {"BLOCK": block},
+                "options": {"num_warps": 4, "num_stages": 3}}  # fmt: skip
+
+    launches = [launch("a.py", 64), launch("b.py", 64), launch("b.py", 128)]
+    compiled = []
+
+    def fake_compile(recorded, workers=None):
+        compiled.extend(x["snippet"] for x in recorded["launches"])
+        rows = [{"snippet": x["snippet"], "kernel": "k", "group": "",
+                 "config": support.config_label(x), "launched_on": None,
+                 "archs": "new"} for x in recorded["launches"]]  # fmt: skip
+        return {"triton": "9.9", "rows": rows, "refusals": []}
+
+    digest = {
+        "triton": "9.9",
+        "code": {"c": "1"},
+        "snippets": {"a.py": "A", "b.py": "B2"},
+    }
+    monkeypatch.setattr(
+        support,
+        "_record_in_interpreter",
+        lambda: {"launches": launches, "refusals": []},
+    )
+    monkeypatch.setattr(support, "compile_all", fake_compile)
+    monkeypatch.setattr(support, "inputs_digest", lambda: digest)
+    old_rows = [
+        {**r, "archs": "old"} for r in fake_compile({"launches": launches})["rows"]
+    ]
+    was = {**digest, "snippets": {"a.py": "A", "b.py": "B1"}}
+    stored = {"triton": "9.9", "rows": old_rows, "inputs": was}
+    compiled.clear()
+    table = support.updated_table(stored)
+    assert compiled == ["b.py", "b.py"]  # a.py unchanged: kept
+    assert [r["archs"] for r in table["rows"]] == ["old", "new", "new"]
+    compiled.clear()
+    support.updated_table(
+        {**stored, "inputs": {**stored["inputs"], "code": {"c": "0"}}}
+    )
+    assert compiled == ["a.py", "b.py", "b.py"]  # the compiling code changed

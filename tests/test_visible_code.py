@@ -30,9 +30,9 @@ page does not show and does not name is a hidden helper.
 The notebook pages are not checked here: each is a whole program already,
 run cell by cell by tests/test_notebooks.py.
 
-The scripts run side by side, one per CPU: the file costs about one
-``import torch`` per page divided by the CPUs, plus what the pages' code
-runs. A page whose ``main()`` runs large sizes under the interpreter slows
+The scripts run side by side, one per CPU, each in a fork of one process
+that imported torch and triton (tests/zygote.py): the file costs what the
+pages' code runs. A page whose ``main()`` runs large sizes under the interpreter slows
 this file for everyone.
 """
 
@@ -61,15 +61,10 @@ NOT_A_PROGRAM: dict[str, str] = {}
 # CPU seconds per page (about 3 of them import torch): a page that needs more
 # runs sizes no reader waits for on a laptop. The wall-clock limit only stops a
 # hang: a loaded machine takes several times the CPU time.
+# CPU seconds a page's program may use (its own code: torch and triton are
+# imported already, see run_program); SIGXCPU at the limit, SIGKILL 5 s later
 CPU_S = 30
 TIMEOUT_S = 300
-# Runs page.py as a script would run, with the CPU limit set first (SIGXCPU at
-# the limit, SIGKILL 5 s later)
-LAUNCH = (
-    "import resource, runpy; "
-    "resource.setrlimit(resource.RLIMIT_CPU, ({cpu}, {cpu} + 5)); "
-    "runpy.run_path('page.py', run_name='__main__')"
-)
 PYTHON = {"language-python", "language-py", "language-python3"}
 # A repository file an excerpt's title names
 FILE_RE = re.compile(r"\b((?:snippets|tests|triton_course|notebooks)/[\w/.-]+\.py)\b")
@@ -219,33 +214,42 @@ def undefined_names(script: Path) -> list[str]:
     return [line for line in done.stdout.splitlines() if " F821 " in line]
 
 
+_ZYGOTE = None  # tests/zygote.py: one import of torch and triton for every page
+
+
+@pytest.fixture(scope="module", autouse=True)
+def zygote():
+    global _ZYGOTE
+    from zygote import Zygote
+
+    # one thread each: the scripts run side by side, one per CPU (OpenMP
+    # reads this when torch is imported, in the zygote)
+    with Zygote(env=dict(os.environ, OMP_NUM_THREADS="1")) as _ZYGOTE:
+        yield _ZYGOTE
+    _ZYGOTE = None
+
+
 def run_program(source: str, workdir: Path, cpu: int = CPU_S):
     """Run ``source`` as ``page.py`` in ``workdir`` under the interpreter,
     with at most ``cpu`` seconds of CPU. Returns (ok, message): the tail of
-    the output when it failed."""
+    the output when it failed. It runs in a fork of a process that imported
+    torch and triton (tests/zygote.py), as ``python page.py`` would run."""
     script = workdir / "page.py"
     script.write_text(source, encoding="utf-8")
     # PYTHONPATH is dropped: only what an installed package provides imports
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["TRITON_INTERPRET"] = "1"
-    # one thread each: the scripts run side by side, one per CPU
-    env.setdefault("OMP_NUM_THREADS", "1")
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", LAUNCH.format(cpu=cpu)],
-            cwd=workdir,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-        )
-    except subprocess.TimeoutExpired:
+    env["OMP_NUM_THREADS"] = "1"
+    code, out, err = _ZYGOTE.run(
+        "page.py", cwd=workdir, env=env, timeout=TIMEOUT_S, cpu_limit=cpu
+    )
+    if code is None:
         return False, f"still running after {TIMEOUT_S} s"
-    output = done.stdout + done.stderr
-    if done.returncode == -signal.SIGXCPU:
+    output = out + err
+    if code == -signal.SIGXCPU:
         return False, f"used more than {cpu} s of CPU\n{output[-3000:]}"
-    if done.returncode != 0 or "Traceback (most recent call last)" in output:
-        return False, f"exit {done.returncode}\n{output[-3000:]}"
+    if code != 0 or "Traceback (most recent call last)" in output:
+        return False, f"exit {code}\n{output[-3000:]}"
     return True, ""
 
 

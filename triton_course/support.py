@@ -10,12 +10,21 @@ Two steps, in two processes:
    and sm_90 (``triton.compile`` with a ``GPUTarget``, as lesson 01's table
    is) and its shared memory compared with that architecture's per-block limit.
 
-    python -m triton_course.support table    # write data/support.json
-    python -m triton_course.support check    # fail if it differs from a fresh compile
+    python -m triton_course.support table         # update data/support.json
+    python -m triton_course.support table --full  # recompile all of it
+    python -m triton_course.support check         # quick: is it current? (below)
+    python -m triton_course.support check --full  # recompile every row and compare
 
-``tests/test_support.py`` runs ``check`` in CI; each lesson renders its
-snippets' rows with ``[[support SNIPPET]]`` (hooks/measured.py). Nothing in
-the table is typed.
+``table`` compiles every launch for every target (about 8 CPU-minutes, or
+only the launches of the snippets changed since the stored table) and
+records what it compiled from (``inputs``: triton's version, this code, and
+each snippet's syntax tree without comments or docstrings). The quick check,
+which CI runs (``tests/test_support.py``), records the launches again, fails
+if any launch, refusal or input differs from the stored table, and
+recompiles a sample (per snippet, the launch with the most shared memory on
+sm_90, for every target) which must match the stored rows. Each lesson
+renders its snippets' rows with ``[[support SNIPPET]]`` (hooks/codegen.py).
+Nothing in the table is typed.
 
 Launchers written for the interpreter set two flags only there (UPCAST,
 UPCAST_DOT: widen bf16 before tl.dot); they are recorded as a GPU launch sets
@@ -159,6 +168,26 @@ def _plan_layernorm_linear_fold(m):
         )
 
 
+def _plan_matmul_fp8(m):
+    """The launcher as on an H100: its tuned configs, host descriptors, both
+    scale modes and both accumulations (256 x 256 x 256 in float8_e4m3fn)."""
+    import torch
+
+    a = _t(256, 256).to(torch.float8_e4m3fn)
+    b = _t(256, 256).to(torch.float8_e4m3fn)
+    one = torch.ones(1)
+    scales = {"per tensor": (one, one),
+              "per row": (torch.ones(256, 1), torch.ones(1, 256))}  # fmt: skip
+    for sa, sb in scales.values():
+        for fast in (True, False):
+            yield (
+                "float8_e4m3fn",
+                lambda sa=sa, sb=sb, f=fast: m.matmul_fp8(
+                    a, b, sa, sb, fast_accum=f, config=m.HOPPER_CONFIGS[f]
+                ),
+            )
+
+
 def _plan_flash_attention(m):
     """The launchers size their tiles to the GPU (device_limits): asked as
     each architecture in turn, they launch what they would launch there, or
@@ -206,6 +235,7 @@ PLANS = {
     "profiling.py": _plan_profiling,
     "matmul.py": _plan_matmul,
     "matmul_tma.py": _plan_matmul_tma,
+    "matmul_fp8.py": _plan_matmul_fp8,
     "layernorm_linear.py": _plan_layernorm_linear,
     "layernorm_linear_fold.py": _plan_layernorm_linear_fold,
     "flash_attention.py": _plan_flash_attention,
@@ -436,11 +466,98 @@ def compile_all(
     return {
         "triton": triton.__version__,
         "written_by": "python -m triton_course.support table",
+        "inputs": inputs_digest(),
         "shared_limit": {f"sm_{a}": b for a, b in SHARED_LIMIT.items()},
         "gpus": {f"sm_{a}": g for a, g in ARCH_GPUS.items()},
         "rows": rows,
         "refusals": recorded["refusals"],
     }
+
+
+# ------------------------------------------------------- current or not ---
+# The code whose change can change a row (besides the snippets themselves)
+COMPILING_CODE = ("triton_course/support.py", "triton_course/codegen.py",
+                  "triton_course/snippet_modules.py")  # fmt: skip
+
+
+def _syntax_digest(path: Path) -> str:
+    """A hash of a Python file's syntax tree without docstrings: a comment or
+    a docstring edited leaves it alone, any change to code does not. In this
+    file the plans are left out: a plan changes its own snippet's launches,
+    which the check compares one by one."""
+    import ast
+    import hashlib
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    if path.resolve() == Path(__file__).resolve():
+
+        def is_plan(node) -> bool:
+            if isinstance(node, ast.FunctionDef):
+                return node.name.startswith("_plan_")
+            targets = getattr(node, "targets", [])
+            return any(getattr(t, "id", "") == "PLANS" for t in targets)
+
+        tree.body = [node for node in tree.body if not is_plan(node)]
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:16]
+
+
+def inputs_digest() -> dict:
+    """What a table is compiled from; a stored table is current while its
+    ``inputs`` equal these."""
+    import triton
+
+    return {
+        "triton": triton.__version__,
+        "code": {name: _syntax_digest(REPO_ROOT / name) for name in COMPILING_CODE},
+        "snippets": {name: _syntax_digest(SNIPPETS / name) for name in PLANS},
+    }
+
+
+def row_key(row: dict) -> str:
+    """What tells two rows of the table apart."""
+    return json.dumps(
+        [row["snippet"], row["kernel"], row["group"], row["config"],
+         row["launched_on"]]
+    )  # fmt: skip
+
+
+def _launch_key(launch: dict) -> str:
+    labels = {"group": group_label(launch), "config": config_label(launch)}
+    return row_key({**launch, **labels, "launched_on": launch["archs"]})
+
+
+def sample_keys(stored: dict) -> list[str]:
+    """The rows the quick check recompiles: per snippet, the launch that uses
+    the most shared memory on sm_90 (the configs nearest a limit)."""
+    best: dict[str, dict] = {}
+    for row in stored["rows"]:
+        shared = row["archs"]["sm_90"].get("shared", -1)
+        if shared > best.get(row["snippet"], {}).get("shared", -2):
+            best[row["snippet"]] = {"shared": shared, "key": row_key(row)}
+    return [best[name]["key"] for name in sorted(best)]
+
+
+def quick_table(stored: dict, workers: int | None = None,
+                cache_root: Path | None = None) -> dict:  # fmt: skip
+    """The launches recorded now, and the sampled ones compiled now."""
+    recorded = _record_in_interpreter()
+    wanted = set(sample_keys(stored))
+    sampled = [x for x in recorded["launches"] if _launch_key(x) in wanted]
+    table = compile_all({**recorded, "launches": sampled}, workers, cache_root)
+    table["launch_keys"] = [_launch_key(x) for x in recorded["launches"]]
+    table["inputs"] = inputs_digest()
+    table["sampled"] = True
+    return table
 
 
 # ------------------------------------------------------------------ main ---
@@ -462,22 +579,54 @@ def fresh_table(workers: int | None = None, cache_root: Path | None = None) -> d
     return compile_all(_record_in_interpreter(), workers, cache_root)
 
 
+def updated_table(stored: dict, workers: int | None = None) -> dict:
+    """The table for the repository as it is, compiling only what may differ
+    from ``stored``: the launches of snippets whose code changed (or all, if
+    triton or the compiling code did). A launch of an unchanged snippet had
+    the same inputs when ``stored`` was compiled, so its row is kept."""
+    recorded = _record_in_interpreter()
+    now, was = inputs_digest(), stored.get("inputs") or {}
+    same_base = stored.get("triton") == now["triton"] and was.get("code") == now["code"]
+    unchanged = {
+        name
+        for name, digest in now["snippets"].items()
+        if same_base and (was.get("snippets") or {}).get(name) == digest
+    }
+    kept = {row_key(r): r for r in stored.get("rows", []) if r["snippet"] in unchanged}
+    todo = [x for x in recorded["launches"] if _launch_key(x) not in kept]
+    table = compile_all({**recorded, "launches": todo}, workers)
+    compiled = {row_key(r): r for r in table["rows"]}
+    # every launch in the order recorded, from the stored table or compiled now
+    table["rows"] = [
+        kept.get(_launch_key(x)) or compiled[_launch_key(x)]
+        for x in recorded["launches"]
+    ]
+    return table
+
+
 def differences(stored: dict, fresh: dict) -> list[str]:
     """What a fresh compile says that the stored table does not, line by line."""
     if stored.get("triton") != fresh["triton"]:
         return [f"written with triton {stored.get('triton')}, compiled with "
                 f"{fresh['triton']}"]  # fmt: skip
-    key = lambda r: (  # noqa: E731
-        r["snippet"], r["kernel"], r["group"], r["config"], str(r["launched_on"])
-    )  # fmt: skip
-    old = {key(r): r["archs"] for r in stored.get("rows", [])}
-    new = {key(r): r["archs"] for r in fresh["rows"]}
-    out = [f"new launch {k}" for k in new if k not in old]
-    out += [f"launch gone {k}" for k in old if k not in new]
+    old = {row_key(r): r["archs"] for r in stored.get("rows", [])}
+    new = {row_key(r): r["archs"] for r in fresh["rows"]}
+    launched = fresh["launch_keys"] if fresh.get("sampled") else list(new)
+    out = [f"new launch {k}" for k in launched if k not in old]
+    out += [f"launch gone {k}" for k in old if k not in launched]
     out += [f"{k}: {old[k]} -> {new[k]}" for k in new if k in old and old[k] != new[k]]
     if stored.get("refusals") != fresh["refusals"]:
         out.append(f"refusals: {stored.get('refusals')} -> {fresh['refusals']}")
-    if not out and stored != fresh:
+    if fresh.get("sampled"):
+        was, now = stored.get("inputs") or {}, fresh["inputs"]
+        for part in ("code", "snippets"):
+            for name, digest in now[part].items():
+                if (was.get(part) or {}).get(name) != digest:
+                    out.append(f"{name} changed since the table was compiled")
+        if len(new) < len({r["snippet"] for r in stored.get("rows", [])}):
+            out.append("the sample misses a snippet: a launch it names is gone")
+        return out
+    if not out and {**stored, "inputs": None} != {**fresh, "inputs": None}:
         out.append("the table's notes differ")
     return out
 
@@ -488,6 +637,10 @@ def write_json(path: Path, data: dict) -> None:
     tmp.replace(path)
 
 
+def _stored() -> dict:
+    return json.loads(DATA.read_text(encoding="utf-8"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=["record", "table", "check", "fresh"])
@@ -495,6 +648,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workers", type=int, help="compile processes (default: cores, at most 4)"
     )
+    parser.add_argument(
+        "--full", action="store_true",
+        help="table: recompile every row; check/fresh: every row, not a sample",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.command == "record":
         if os.environ.get("TRITON_INTERPRET") != "1":
@@ -511,7 +668,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("fresh needs the path to write the table to")
     # fresh: the cache beside the table, so whoever removes one removes both
     cache_root = Path(args.out).parent if args.command == "fresh" else None
-    table = fresh_table(args.workers, cache_root)
+    if args.command == "table" and not args.full:
+        table = updated_table(_stored() if DATA.exists() else {}, args.workers)
+    elif args.command == "table" or args.full:
+        table = fresh_table(args.workers, cache_root)
+    else:  # the quick check: launches and inputs compared, a sample compiled
+        table = quick_table(_stored(), args.workers, cache_root)
     if args.command in ("table", "fresh"):
         path = DATA if args.command == "table" else Path(args.out)
         write_json(path, table)
@@ -519,8 +681,7 @@ def main(argv: list[str] | None = None) -> int:
             f"wrote {path}: {len(table['rows'])} launches x {len(SHARED_LIMIT)} targets"
         )
         return 0
-    stored = json.loads(DATA.read_text(encoding="utf-8"))
-    problems = differences(stored, table)
+    problems = differences(_stored(), table)
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:

@@ -43,6 +43,7 @@ TARGET_DASH, PARITY_DASH = "2 3", "8 4"  # a page's target; 1× on a ratio panel
 PROBES = {
     "bandwidth": f"{M.COPY_BYTES // 2**30} GiB device copy",
     "compute": f"{M.MATMUL_N}³ bf16 matmul",
+    "compute_fp8": f"{M.FP8_MATMUL_N}³ FP8 torch._scaled_mm",
     "l2": f"{M.L2_COPY_BYTES // 2**20} MiB L2 copy",
 }
 
