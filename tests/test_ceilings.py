@@ -328,3 +328,79 @@ def test_a_probe_is_its_fastest_round_not_its_median():
     ms, kept = M._roofline_ms(lambda: None, _RoundsTimer(rounds))
     assert ms == min(rounds)
     assert kept == rounds  # every round is stored, so the split stays visible
+
+
+# ------------------------------------------------------- the FP8 ceiling ---
+FP8_VENDOR = {"value": 1979.0, "unit": "TFLOP/s", "source": "Fixture FP8 datasheet"}
+BF16_VENDOR = {"value": 989.5, "unit": "TFLOP/s", "source": "Fixture datasheet"}
+FP8_PROBE = {"name": "FP8 matmul rate", "value": 1300.0, "unit": "TFLOP/s"}
+
+
+def _fp8_measure(rates: dict, ceiling="compute_fp8") -> dict:
+    work = 2 * 4096**3
+    desc = {
+        **_desc(rates, work, ceiling),
+        "metric": "compute",
+        "dtypes": ["float8_e4m3fn"],
+    }
+
+    def timer(fn, _work):
+        ms = work / rates[fn()] / 1e9  # TFLOP/s = FLOPs / ms / 1e9
+        return {"gpu_ms": ms, "wall_ms": ms, "launch_hidden": True}
+
+    env = M.Environment(
+        device="cpu",
+        gpu={"slug": "fixture-gpu-a", "name": "Fixture GPU A", "l2_bytes": L2},
+        provenance={},
+        timer=timer,
+        rooflines=None,
+        rounds=3,
+        vendor_peaks={"compute": BF16_VENDOR, "compute_fp8": FP8_VENDOR},
+    )
+    probe = {**FP8_PROBE, "ceiling": ceiling}
+    return M.measure_benchmark(desc, "snippets/x.py", "0" * 64, env, probe)
+
+
+def test_an_fp8_gemm_is_a_share_of_the_fp8_probe_and_datasheet():
+    # 1250 TFLOP/s is above the bf16 datasheet's 989.5 but no finding: the
+    # FP8 GEMMs are measured against the FP8 probe and the FP8 dense peak
+    record = _fp8_measure({"Triton": 1250.0, "cuBLAS FP8": 1280.0})
+    roof = record["roofline"]
+    assert roof["ceiling"] == "compute_fp8" and roof["vendor_peak"] == FP8_VENDOR
+    for res in record["rows"][0]["results"].values():
+        assert "above_ceiling" not in res
+    over = _fp8_measure({"Triton": 1400.0})["rows"][0]["results"]["Triton"]
+    assert over["above_ceiling"]["why"] == "probe"  # 8 % above the probe
+    assert over["above_ceiling"]["vendor"] is False
+
+
+def test_only_a_compute_benchmark_may_name_the_fp8_ceiling():
+    from triton_course.runner import discovery as D
+
+    rates = {"Triton": 1.0, "cuBLAS": 1.0}
+    compute = {**_desc(rates, 1, "compute_fp8"), "metric": "compute"}
+    assert D.ceiling_of(D.check_description(compute, "x.py")) == "compute_fp8"
+    with pytest.raises(D.DescriptionError, match="'ceiling' of a bandwidth"):
+        D.check_description(_desc(rates, 1, "compute_fp8"), "x.py")
+
+
+@pytest.mark.parametrize("capability", [(7, 5), (8, 0), (8, 6)])
+def test_the_fp8_probe_is_refused_without_fp8_tensor_cores(capability, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: capability)
+    # refused before any tensor is made: no GPU is needed to see the message
+    with pytest.raises(M.RunnerError, match=r"compute capability \d\.\d: the FP8"):
+        M._fp8_roofline("NVIDIA A100-SXM4-80GB", timer=None)
+    message = M.fp8_refusal(capability, "NVIDIA A100-SXM4-80GB")
+    assert "8.9" in message and "NVIDIA A100-SXM4-80GB" in message
+    assert M.fp8_refusal((8, 9), "x") is None and M.fp8_refusal((9, 0), "x") is None
+
+
+def test_the_fp8_entries_are_the_datasheets():
+    for gpu, sheet in (("NVIDIA H100 80GB HBM3", "H100"), ("NVIDIA H200", "H200")):
+        fp8 = V.peak(gpu, "compute_fp8")
+        assert fp8["value"] == 3958 / 2 and "3,958" in fp8["source"]
+        assert f"{sheet} Tensor Core GPU datasheet" in fp8["source"]
+        assert "sparsity" in fp8["source"] and fp8["unit"] == "TFLOP/s"
+        assert M.vendor_peaks_for(gpu)["compute_fp8"] == fp8

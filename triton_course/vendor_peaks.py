@@ -8,15 +8,21 @@ and a rate above either can be flagged (see ``timings.above_ceiling``).
 Keyed by the GPU name torch reports (``torch.cuda.get_device_properties(0)
 .name``, the data file's ``gpu.name``); per roofline key (``discovery
 .CEILINGS``): ``bandwidth`` (DRAM, GB/s), ``compute`` (dense bf16/fp16 tensor
-cores, TFLOP/s) and ``l2`` (no vendor figure: None). The runner refuses a GPU
+cores, TFLOP/s), ``compute_fp8`` (dense FP8 tensor cores, TFLOP/s: the FP8
+GEMMs' ceiling) and ``l2`` (no vendor figure: None). The runner refuses a GPU
 that has no entry: adding one (an A100, say) is one more item below, each
 value copied from the named document.
 """
 
 from __future__ import annotations
 
-KEYS = ("bandwidth", "compute", "l2")
-UNITS = {"bandwidth": "GB/s", "compute": "TFLOP/s", "l2": "GB/s"}
+KEYS = ("bandwidth", "compute", "compute_fp8", "l2")
+UNITS = {
+    "bandwidth": "GB/s",
+    "compute": "TFLOP/s",
+    "compute_fp8": "TFLOP/s",
+    "l2": "GB/s",
+}
 
 _H100_SHEET = "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM"
 _H200_SHEET = "NVIDIA H200 Tensor Core GPU datasheet, H200 SXM"
@@ -34,6 +40,13 @@ PEAKS: dict[str, dict[str, dict | None]] = {
                 "with sparsity; dense, the datasheet says, is half"
             ),
         },
+        "compute_fp8": {
+            "value": 1979.0,
+            "source": (
+                f"{_H100_SHEET}: FP8 Tensor Core 3,958 teraFLOPS with sparsity; "
+                "dense, the datasheet says, is half"
+            ),
+        },
         "l2": None,
     },
     "NVIDIA H200": {
@@ -46,6 +59,13 @@ PEAKS: dict[str, dict[str, dict | None]] = {
             "source": (
                 f"{_H200_SHEET}: BFLOAT16 and FP16 Tensor Core 1,979 TFLOPS "
                 "with sparsity; dense, the datasheet says, is half"
+            ),
+        },
+        "compute_fp8": {
+            "value": 1979.0,
+            "source": (
+                f"{_H200_SHEET}: FP8 Tensor Core 3,958 TFLOPS with sparsity; "
+                "dense, the datasheet says, is half"
             ),
         },
         "l2": None,

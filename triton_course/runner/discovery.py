@@ -46,9 +46,11 @@ OPTIONAL_KEYS = ("compile", "report", "plot", "ceiling", "dram_check_scale")
 # working set of many L2s (triton_course/dram_bytes.py); the first by default.
 METRICS = ("bandwidth", "compute")
 # The ceiling a benchmark's rate is a share of: DRAM copy bandwidth or the
-# tensor-core rate (its metric's, the default), or the L2 cache's bandwidth
-# for a benchmark whose data stays in L2 between passes ("ceiling": "l2").
-CEILINGS = {"bandwidth": ("bandwidth", "l2"), "compute": ("compute",)}
+# tensor-core rate (its metric's, the default), the L2 cache's bandwidth
+# for a benchmark whose data stays in L2 between passes ("ceiling": "l2"),
+# or the FP8 tensor-core rate for an FP8 GEMM ("ceiling": "compute_fp8"),
+# which runs above the bf16 one.
+CEILINGS = {"bandwidth": ("bandwidth", "l2"), "compute": ("compute", "compute_fp8")}
 
 
 def ceiling_of(desc: dict) -> str:

@@ -24,7 +24,8 @@ How a row is timed (the method is designed after NVIDIA's NVBench):
   the majority kept); the chosen config and whether the tunings agreed are
   stored with the row.
 - **Ceilings that are limits.** Each roofline is a probe measured in the
-  run (a 2 GiB copy, an 8192³ bf16 matmul, an L2-resident copy), stored with
+  run (a 2 GiB copy, an 8192³ bf16 matmul, an L2-resident copy, an 8192³ FP8
+  ``torch._scaled_mm`` for the FP8 GEMMs), stored with
   the vendor's spec-sheet peak beside it (``vendor_peaks.py``); no rate moves
   either. A rate above the vendor peak, or more than
   ``timings.ABOVE_PROBE_TOLERANCE`` above the probe, is flagged on its result
@@ -67,6 +68,8 @@ SETTLE_WINDOW = 4
 TUNINGS_MAX = 3  # an autotuner is asked at most this often per row
 COPY_BYTES = 2 * 2**30  # the copy roofline: a 2 GiB device-to-device copy
 MATMUL_N = 8192  # the compute roofline: 8192³ bf16 torch.matmul, random data
+FP8_MATMUL_N = 8192  # the FP8 roofline: 8192³ e4m3 torch._scaled_mm (cuBLAS)
+FP8_MIN_CAPABILITY = (8, 9)  # float8 tensor cores: Ada (sm_89), Hopper and newer
 L2_COPY_BYTES = 8 * 2**20  # the L2 roofline: an 8 MiB copy (16 MiB touched) ...
 L2_COPY_REPEATS = 20  # ... repeated in one call, so all but the first pass hit L2
 CAPTURE_TIMEOUT_S = 180
@@ -520,6 +523,10 @@ def measure_rooflines(metrics: set, gpu_name: str, timer: CudaTimer) -> dict:
         del a, b
         torch.cuda.empty_cache()
         log(f"roofline: bf16 matmul {out['compute']['value']:.0f} TFLOP/s")
+    if "compute_fp8" in metrics:
+        out["compute_fp8"] = _fp8_roofline(gpu_name, timer)
+        torch.cuda.empty_cache()  # the probe's matrices are gone with its frame
+        log(f"roofline: FP8 matmul {out['compute_fp8']['value']:.0f} TFLOP/s")
     if "l2" in metrics:
         n = L2_COPY_BYTES // 4
         src = torch.empty(n, dtype=torch.float32, device="cuda").uniform_()
@@ -548,8 +555,56 @@ def measure_rooflines(metrics: set, gpu_name: str, timer: CudaTimer) -> dict:
         torch.cuda.empty_cache()
         log(f"roofline: L2 copy bandwidth {out['l2']['value']:.0f} GB/s")
     for key, roof in out.items():
-        roof["ceiling"] = key  # which roofline: the metric's, or "l2"
+        roof["ceiling"] = key  # which roofline: the metric's, "l2", "compute_fp8"
     return out
+
+
+def fp8_refusal(capability: tuple, gpu_name: str) -> str | None:
+    """Why this GPU cannot run the FP8 ceiling's probe (or an FP8 GEMM), or
+    None when it can: float8 tensor cores start at compute capability 8.9."""
+    if tuple(capability) >= FP8_MIN_CAPABILITY:
+        return None
+    major, minor = capability
+    return (
+        f"{gpu_name} has compute capability {major}.{minor}: the FP8 benchmarks "
+        "(ceiling 'compute_fp8') need float8 tensor cores, compute capability "
+        "8.9 (Ada) or newer; leave them out with --only, or run on such a GPU"
+    )
+
+
+def _fp8_roofline(gpu_name: str, timer) -> dict:
+    """The FP8 tensor-core rate: torch._scaled_mm (cuBLAS) on two random
+    8192×8192 e4m3 matrices, per-tensor scales, bf16 out, fast accumulation
+    (cuBLAS's fastest FP8 setting). Refused below compute capability 8.9."""
+    import torch
+
+    why = fp8_refusal(torch.cuda.get_device_capability(), gpu_name)
+    if why:
+        raise RunnerError(why)
+    n, fp8 = FP8_MATMUL_N, torch.float8_e4m3fn
+    a = torch.randn(n, n, device="cuda").to(fp8)
+    b = torch.randn(n, n, device="cuda").to(fp8)
+    one = torch.ones((), device="cuda")
+
+    def scaled_mm():  # b.T: cuBLAS wants the second operand column-major
+        return torch._scaled_mm(
+            a, b.T, one, one, out_dtype=torch.bfloat16, use_fast_accum=True
+        )
+
+    ms, times = _roofline_ms(scaled_mm, timer)
+    return {
+        "name": "FP8 matmul rate",
+        "value": 2 * n**3 / ms / 1e9,
+        "unit": "TFLOP/s",
+        "rounds_ms": times,
+        "how": (
+            f"the fastest of {ROUNDS} rounds (each the median of its samples) "
+            f"of the runner's timer over torch._scaled_mm (cuBLAS) of two "
+            f"random {n}×{n} float8_e4m3fn matrices with per-tensor scales, "
+            f"bfloat16 output and fast accumulation (2·{n}³ FLOPs), on "
+            f"{gpu_name} in this run"
+        ),
+    }
 
 
 def flag_rates(record: dict, gpu: dict, name: str) -> int:
