@@ -316,3 +316,20 @@ def test_the_external_check_refuses_a_missing_or_wrong_block():
         ), why
     twice = external_blocks({"r": good, "s": good})
     assert any("2 blocks" in p for p in check_external(findings, twice))
+
+
+def test_the_second_reviews_readme_counts_what_its_reports_hold():
+    findings = external_findings(SECOND)
+    readme = (SECOND / "README.md").read_text(encoding="utf-8")
+    for report in _reports_in(SECOND):
+        row = re.search(rf"^\| `{report}\.md` \|.*$", readme, re.M)
+        assert row, f"{report}.md is not in reviews/2026-11-27/README.md"
+        false, misleading, imprecise = (int(x) for x in row.group(0).split("|")[-4:-1])
+        counted = collections.Counter(
+            cls for fid, (cls, _) in findings.items() if fid.startswith(f"{report}-")
+        )
+        assert (false, misleading, imprecise) == (
+            counted["false"],
+            counted["misleading"],
+            counted["imprecise"],
+        ), report
