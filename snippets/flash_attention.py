@@ -21,7 +21,6 @@ Run it:  TRITON_INTERPRET=1 python snippets/flash_attention.py   (CPU, interpret
 # --8<-- [start:imports]
 import contextlib
 import math
-import os
 
 import torch
 import torch.nn.functional as F
@@ -164,9 +163,10 @@ def _attention_bwd_delta_kernel(
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
 ):  # fmt: skip
     # D_i = sum_d dO_id * O_id for every row of every head, in fp32.
-    rows = tl.program_id(axis=0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    # int64: batch * heads * n_ctx rows of HEAD_DIM may pass 2**31 - 1 elements
+    rows = tl.program_id(axis=0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     ok = rows < n_rows
-    offsets = rows.to(tl.int64)[:, None] * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
+    offsets = rows[:, None] * HEAD_DIM + tl.arange(0, HEAD_DIM)[None, :]
     o = tl.load(out_ptr + offsets, mask=ok[:, None], other=0.0).to(tl.float32)
     do = tl.load(dout_ptr + offsets, mask=ok[:, None], other=0.0).to(tl.float32)
     tl.store(delta_ptr + rows, tl.sum(o * do, axis=1), mask=ok)
@@ -183,7 +183,8 @@ def _dkdv_tiles(
     offs_d = tl.arange(0, HEAD_DIM)
     for start_m in range(query_lo, query_hi, BLOCK_M):
         offs_m = start_m + tl.arange(0, BLOCK_M)
-        row_offsets = head_offset + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
+        rows = offs_m.to(tl.int64)[:, None] * HEAD_DIM  # int64, as head_offset
+        row_offsets = head_offset + rows + offs_d[None, :]
         if MASKED:
             row_ok = offs_m < n_ctx
             q = tl.load(q_ptr + row_offsets, mask=row_ok[:, None], other=0.0)
@@ -227,7 +228,9 @@ def _attention_bwd_dkdv_kernel(
     offs_n = start_n + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
     key_ok = offs_n < n_ctx
-    kv_offsets = head_offset + offs_n[:, None] * HEAD_DIM + offs_d[None, :]
+    # int64, as head_offset: one head may hold more than 2**31 - 1 elements
+    keys = offs_n.to(tl.int64)[:, None] * HEAD_DIM
+    kv_offsets = head_offset + keys + offs_d[None, :]
     k = tl.load(k_ptr + kv_offsets, mask=key_ok[:, None], other=0.0)
     v = tl.load(v_ptr + kv_offsets, mask=key_ok[:, None], other=0.0)
     dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
@@ -272,7 +275,8 @@ def _dq_tiles(
     offs_d = tl.arange(0, HEAD_DIM)
     for start_n in range(key_lo, key_hi, BLOCK_N):
         offs_n = start_n + tl.arange(0, BLOCK_N)
-        kv_offsets = head_offset + offs_n[:, None] * HEAD_DIM + offs_d[None, :]
+        keys = offs_n.to(tl.int64)[:, None] * HEAD_DIM  # int64, as head_offset
+        kv_offsets = head_offset + keys + offs_d[None, :]
         if MASKED:
             key_ok = offs_n < n_ctx
             k = tl.load(k_ptr + kv_offsets, mask=key_ok[:, None], other=0.0)
@@ -309,7 +313,8 @@ def _attention_bwd_dq_kernel(
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
     row_ok = offs_m < n_ctx
-    row_offsets = head_offset + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
+    rows = offs_m.to(tl.int64)[:, None] * HEAD_DIM  # int64, as head_offset
+    row_offsets = head_offset + rows + offs_d[None, :]
     q = tl.load(q_ptr + row_offsets, mask=row_ok[:, None], other=0.0)
     do = tl.load(do_ptr + row_offsets, mask=row_ok[:, None], other=0.0)
     lse = tl.load(lse_ptr + row_offset + offs_m, mask=row_ok, other=0.0)
@@ -576,11 +581,15 @@ def _on(device):
     )
 
 
+# Triton picks the interpreter when @triton.jit decorates a kernel, at import,
+# from triton.knobs (TRITON_INTERPRET = 1, true, on, yes or y, any case). Read
+# the knob once, at import too, so launchers and kernels agree; a plain bool
+# also traces under torch.compile, which cannot call the knob (C++).
+_INTERPRETING = triton.knobs.runtime.interpret
+
+
 def _interpreting() -> bool:
-    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
-    # Python: torch.compile cannot trace triton.knobs (a C++ call)
-    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
-    return flag in ("1", "true", "on", "yes")
+    return _INTERPRETING
 
 
 # --8<-- [end:launcher]

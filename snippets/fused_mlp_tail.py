@@ -4,7 +4,7 @@ LayerNorm -> Linear -> GELU -> dropout runs as four kernels in PyTorch eager,
 each a round trip through HBM. The matmul is cuBLAS's job; the tail after it
 (bias add, exact GELU, dropout) is one Triton kernel here, reading the matmul's
 output once and writing the result once. Dropout draws its mask from a seed
-with ``tl.rand``, so the mask is never stored: it can be drawn again.
+with ``tl.rand4x``, so the mask is never stored: it can be drawn again.
 
 Run it:  TRITON_INTERPRET=1 python snippets/fused_mlp_tail.py   (CPU, interpreter)
          python snippets/fused_mlp_tail.py                      (CUDA GPU)
@@ -12,7 +12,6 @@ Run it:  TRITON_INTERPRET=1 python snippets/fused_mlp_tail.py   (CPU, interprete
 
 # --8<-- [start:imports]
 import contextlib
-import os
 
 import torch
 import torch.nn.functional as F
@@ -25,18 +24,20 @@ import triton.language as tl
 # --8<-- [start:kernel]
 @triton.jit
 def _keep_mask(seed, row, pid_c, n_cols, p, BLOCK_SIZE: tl.constexpr):
-    """Keep (True) or drop each of the (BLOCK_SIZE // 4, 4) elements of a tile.
+    """Keep (True) or drop each of the BLOCK_SIZE elements of a block.
 
     Element (row, col) takes draw number col % 4 of Philox counter
     row * ceil(n_cols / 4) + col // 4: one call of the generator gives four
-    uniform numbers, and the mask depends only on (seed, row, col).
+    uniform numbers, and the mask depends only on (seed, row, col). The
+    counter is 64-bit: an int32 one wraps at 2**32, and elements 2**34 apart
+    would share their mask.
     """
     groups = pid_c * (BLOCK_SIZE // 4) + tl.arange(0, BLOCK_SIZE // 4)
-    counters = row * tl.cdiv(n_cols, 4) + groups
+    counters = row.to(tl.int64) * tl.cdiv(n_cols, 4) + groups
     r0, r1, r2, r3 = tl.rand4x(seed, counters)  # four blocks, each in [0, 1)
-    k = tl.arange(0, 4)[None, :]
-    r = tl.where(k == 0, r0[:, None], tl.where(k == 1, r1[:, None], r2[:, None]))
-    r = tl.where(k == 3, r3[:, None], r)
+    # back in column order, r0[g], r1[g], r2[g], r3[g] for group g: a flat
+    # block, so the loads and stores stay contiguous and vectorised
+    r = tl.interleave(tl.interleave(r0, r2), tl.interleave(r1, r3))
     return r >= p
 
 
@@ -53,8 +54,7 @@ def bias_gelu_dropout_kernel(
 ):
     row = tl.program_id(axis=0)  # one row of y per program along axis 0...
     pid_c = tl.program_id(axis=1)  # ...and BLOCK_SIZE of its columns
-    # the block as a (BLOCK_SIZE // 4, 4) tile, to match the four draws
-    cols = pid_c * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE).reshape(BLOCK_SIZE // 4, 4)
+    cols = pid_c * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = cols < n_cols
     offsets = row.to(tl.int64) * n_cols + cols
     y = tl.load(y_ptr + offsets, mask=mask).to(tl.float32)
@@ -84,7 +84,7 @@ def dropout_keep_mask_kernel(
     # backward pass (or a test) regenerates the mask instead of storing it.
     row = tl.program_id(axis=0)
     pid_c = tl.program_id(axis=1)
-    cols = pid_c * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE).reshape(BLOCK_SIZE // 4, 4)
+    cols = pid_c * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     keep = _keep_mask(seed, row, pid_c, n_cols, p, BLOCK_SIZE)
     offsets = row.to(tl.int64) * n_cols + cols
     tl.store(keep_ptr + offsets, keep.to(tl.uint8), mask=cols < n_cols)
@@ -198,11 +198,15 @@ def _on(device):
     )
 
 
+# Triton picks the interpreter when @triton.jit decorates a kernel, at import,
+# from triton.knobs (TRITON_INTERPRET = 1, true, on, yes or y, any case). Read
+# the knob once, at import too, so launchers and kernels agree; a plain bool
+# also traces under torch.compile, which cannot call the knob (C++).
+_INTERPRETING = triton.knobs.runtime.interpret
+
+
 def _interpreting() -> bool:
-    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
-    # Python: torch.compile cannot trace triton.knobs (a C++ call)
-    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
-    return flag in ("1", "true", "on", "yes")
+    return _INTERPRETING
 
 
 # --8<-- [end:launcher]

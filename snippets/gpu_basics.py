@@ -9,8 +9,6 @@ Run it:  TRITON_INTERPRET=1 python snippets/gpu_basics.py   (CPU, interpreter)
 """
 
 # --8<-- [start:imports]
-import os
-
 import torch
 import triton
 import triton.language as tl
@@ -21,11 +19,15 @@ import triton.language as tl
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
+# Triton picks the interpreter when @triton.jit decorates a kernel, at import,
+# from triton.knobs (TRITON_INTERPRET = 1, true, on, yes or y, any case). Read
+# the knob once, at import too, so launchers and kernels agree; a plain bool
+# also traces under torch.compile, which cannot call the knob (C++).
+_INTERPRETING = triton.knobs.runtime.interpret
+
+
 def _interpreting() -> bool:
-    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
-    # Python: torch.compile cannot trace triton.knobs (a C++ call)
-    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
-    return flag in ("1", "true", "on", "yes")
+    return _INTERPRETING
 
 
 def _check_input(name: str, x) -> None:
@@ -45,7 +47,8 @@ def _check_input(name: str, x) -> None:
         raise ValueError(f"{name} needs a contiguous tensor (call .contiguous())")
 
 
-def _check_out(out, n: int, like: torch.Tensor) -> torch.Tensor:
+def _check_out(out, n: int, like: torch.Tensor, same_place_ok=True) -> torch.Tensor:
+    """out, or a new tensor, for n values like ``like`` (the input)."""
     if out is None:
         return torch.empty(n, dtype=like.dtype, device=like.device)
     if out.shape != (n,) or out.dtype != like.dtype or out.device != like.device:
@@ -54,6 +57,14 @@ def _check_out(out, n: int, like: torch.Tensor) -> torch.Tensor:
         )
     if not out.is_contiguous():
         raise ValueError("out must be contiguous")
+    # An out that overlaps the input is written while other programs still
+    # read it. Only out = x itself, element i read and written by one lane,
+    # is safe (same_place_ok: the kernel's element i reads x[i]).
+    a0, b0 = out.data_ptr(), like.data_ptr()
+    a1, b1 = a0 + out.nbytes, b0 + like.nbytes
+    same = a0 == b0 and a1 == b1 and same_place_ok
+    if n and like.numel() and a0 < b1 and b0 < a1 and not same:
+        raise ValueError("out must not overlap x (out=x itself is allowed)")
     return out
 
 
@@ -86,14 +97,14 @@ def strided_copy_kernel(
 
 # --8<-- [start:strided_launcher]
 def strided_copy(x, stride, out=None, block_size=1024):
-    """Return x[::stride] as a new contiguous tensor, read by strided_copy_kernel."""
+    """x[::stride], read by strided_copy_kernel into out (new if None)."""
     _check_input("strided_copy", x)
     if not isinstance(stride, int) or isinstance(stride, bool) or stride < 1:
         raise ValueError(f"stride must be a positive int, got {stride!r}")
     if block_size <= 0 or block_size & (block_size - 1):
         raise ValueError(f"block_size must be a power of two, got {block_size}")
     n_out = triton.cdiv(x.numel(), stride)
-    out = _check_out(out, n_out, x)
+    out = _check_out(out, n_out, x, same_place_ok=stride == 1)
     if n_out == 0:
         return out
     grid = (triton.cdiv(n_out, block_size),)
@@ -162,8 +173,10 @@ def resident_warps_per_sm(regs_per_thread, num_warps, shared_bytes, limits):
 
     A simplified form of CUDA's occupancy rules: an SM holds at most
     ``max_warps`` warps and ``max_blocks`` blocks (programs); registers are
-    handed out per warp, rounded up to multiples of 256; shared memory per
-    block is rounded up to ``shared_granularity`` bytes.
+    handed out per warp, rounded up to multiples of 256; each block takes the
+    shared memory it asks for plus ``reserved_shared`` bytes that CUDA keeps
+    for itself (1 KB from compute capability 8.0), rounded up to
+    ``shared_granularity`` bytes.
     """
     regs_per_warp = -(-max(regs_per_thread, 1) * 32 // 256) * 256
     blocks = min(
@@ -171,25 +184,39 @@ def resident_warps_per_sm(regs_per_thread, num_warps, shared_bytes, limits):
         limits["max_blocks"],
         limits["regs"] // (regs_per_warp * num_warps),
     )
-    if shared_bytes:
+    per_block = shared_bytes + limits.get("reserved_shared", 0)
+    if per_block:
         grain = limits.get("shared_granularity", 128)
-        blocks = min(blocks, limits["shared"] // (-(-shared_bytes // grain) * grain))
+        blocks = min(blocks, limits["shared"] // (-(-per_block // grain) * grain))
     return blocks * num_warps
 
 
 # --8<-- [end:occupancy]
 
+
+def _sm(warps: int, blocks: int, shared_kb: int, reserved_kb: int) -> dict:
+    return {
+        "max_warps": warps,
+        "max_blocks": blocks,
+        "regs": 65536,  # 64 K 32-bit registers on each
+        "shared": shared_kb * 1024,
+        "reserved_shared": reserved_kb * 1024,
+    }
+
+
 # Per-SM limits by compute capability, NVIDIA's figures (CUDA C++ Programming
 # Guide, table "Technical Specifications per Compute Capability"): resident
-# warps, resident blocks, 32-bit registers, shared memory (bytes). A GPU's
-# own properties replace every figure it reports; the block limit it does
-# not report (torch exposes no such property), so it comes from here.
+# warps, resident blocks, 32-bit registers, shared memory (bytes), and the
+# shared memory CUDA reserves per block (1 KB from 8.0: why an SM of 228 KB
+# gives a block at most 227 KB). A GPU's own properties replace every figure
+# it reports; the block limit and the reserve it does not report (torch
+# exposes no such property), so they come from here.
 VENDOR_SM_LIMITS = {
-    (7, 5): {"max_warps": 32, "max_blocks": 16, "regs": 65536, "shared": 64 * 1024},
-    (8, 0): {"max_warps": 64, "max_blocks": 32, "regs": 65536, "shared": 164 * 1024},
-    (8, 6): {"max_warps": 48, "max_blocks": 16, "regs": 65536, "shared": 100 * 1024},
-    (8, 9): {"max_warps": 48, "max_blocks": 24, "regs": 65536, "shared": 100 * 1024},
-    (9, 0): {"max_warps": 64, "max_blocks": 32, "regs": 65536, "shared": 228 * 1024},
+    (7, 5): _sm(32, 16, 64, 0),
+    (8, 0): _sm(64, 32, 164, 1),
+    (8, 6): _sm(48, 16, 100, 1),
+    (8, 9): _sm(48, 24, 100, 1),
+    (9, 0): _sm(64, 32, 228, 1),
 }
 SM90_LIMITS = {**VENDOR_SM_LIMITS[(9, 0)], "shared_granularity": 128}
 

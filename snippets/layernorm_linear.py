@@ -12,7 +12,6 @@ Run it:  TRITON_INTERPRET=1 python snippets/layernorm_linear.py   (CPU, interpre
 
 # --8<-- [start:imports]
 import contextlib
-import os
 
 import torch
 import torch.nn.functional as F
@@ -157,8 +156,10 @@ AUTOTUNE_CONFIGS = [
     _config(64, 256, 64, 4, 4),
 ]
 
-# The autotuned kernel wraps the plain one: the first call for each (M, N, K)
-# times every config on the GPU and keeps the fastest.
+# The autotuned kernel wraps the plain one: the first call for each key times
+# every config on the GPU and keeps the fastest. The key is (M, N, K,
+# NORMALIZE) plus the dtype of each tensor argument, which Triton adds: the
+# plain-GEMM peer (NORMALIZE=False) and each dtype are tuned apart.
 layernorm_linear_autotuned = triton.autotune(
     configs=AUTOTUNE_CONFIGS, key=["M", "N", "K", "NORMALIZE"]
 )(layernorm_linear_kernel)
@@ -254,7 +255,7 @@ def layernorm_linear(
     else:  # never read: the kernel's prologue is compiled out
         mean = rstd = torch.empty(m, dtype=torch.float32, device=x.device)
     if _interpreting() and x.dtype == torch.bfloat16:
-        # Laptop only: triton 3.9's interpreter computes tl.dot on bfloat16
+        # Laptop only: the interpreter (triton 3.6, 3.9) computes tl.dot on bfloat16
         # tiles wrongly. Every bfloat16 is a float32, so widening the inputs
         # is exact; the kernel still rounds into the bfloat16 out.
         x, weight, ln_weight, ln_bias = (
@@ -335,11 +336,15 @@ def _on(device):
     )
 
 
+# Triton picks the interpreter when @triton.jit decorates a kernel, at import,
+# from triton.knobs (TRITON_INTERPRET = 1, true, on, yes or y, any case). Read
+# the knob once, at import too, so launchers and kernels agree; a plain bool
+# also traces under torch.compile, which cannot call the knob (C++).
+_INTERPRETING = triton.knobs.runtime.interpret
+
+
 def _interpreting() -> bool:
-    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
-    # Python: torch.compile cannot trace triton.knobs (a C++ call)
-    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
-    return flag in ("1", "true", "on", "yes")
+    return _INTERPRETING
 
 
 # --8<-- [end:launcher]

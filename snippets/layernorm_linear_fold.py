@@ -22,7 +22,6 @@ Run it:  TRITON_INTERPRET=1 python snippets/layernorm_linear_fold.py  (CPU)
 
 # --8<-- [start:imports]
 import contextlib
-import os
 from typing import NamedTuple
 
 import torch
@@ -210,7 +209,9 @@ SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
 # std / |mean| of it. In the H100's float16 capture of ACCURACY_CASES the
 # fold alone stays within 1.5x PyTorch's error up to the case of 30 and
 # breaks it from the case of 300 (the lesson shows the capture; the GPU tests
-# check the launcher at 1024 x 4096 x 1024). Rows beyond 10 take the exact path.
+# check the launcher at 1024 x 4096 x 1024). Rows beyond 10 take the exact
+# path: a margin below the capture's bound (between 30 and 300), kept for
+# other K, weights and GPUs than the capture's, not read off the capture.
 FOLD_LIMIT = 10.0
 
 
@@ -267,7 +268,7 @@ def layernorm_linear_folded(
 
     weight = folded.weight
     if _interpreting() and x.dtype == torch.bfloat16:
-        # Laptop only: triton 3.9's interpreter computes tl.dot on bfloat16
+        # Laptop only: the interpreter (triton 3.6, 3.9) computes tl.dot on bfloat16
         # tiles wrongly. Every bfloat16 is a float32, so widening the inputs
         # is exact; the kernel still rounds into the bfloat16 out.
         x, weight = x.float(), weight.float()
@@ -391,11 +392,15 @@ def _num_sms(device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
+# Triton picks the interpreter when @triton.jit decorates a kernel, at import,
+# from triton.knobs (TRITON_INTERPRET = 1, true, on, yes or y, any case). Read
+# the knob once, at import too, so launchers and kernels agree; a plain bool
+# also traces under torch.compile, which cannot call the knob (C++).
+_INTERPRETING = triton.knobs.runtime.interpret
+
+
 def _interpreting() -> bool:
-    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
-    # Python: torch.compile cannot trace triton.knobs (a C++ call)
-    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
-    return flag in ("1", "true", "on", "yes")
+    return _INTERPRETING
 
 
 # --8<-- [end:launcher]

@@ -10,7 +10,7 @@ Run it:  TRITON_INTERPRET=1 python snippets/matmul.py   (CPU, interpreter)
 """
 
 # --8<-- [start:imports]
-import os
+import contextlib
 
 import torch
 import triton
@@ -144,7 +144,7 @@ def matmul(a, b, out=None, config=None, kernel=None):
     if M == 0 or N == 0:
         return out
     if _interpreting() and a.dtype == torch.bfloat16:
-        # Laptop only: triton 3.9's interpreter computes tl.dot on bfloat16
+        # Laptop only: the interpreter (triton 3.6, 3.9) computes tl.dot on bfloat16
         # tiles wrongly. Every bfloat16 is a float32, so widening the inputs
         # is exact; the kernel still stores into the bfloat16 out.
         a, b = a.float(), b.float()
@@ -158,19 +158,30 @@ def matmul(a, b, out=None, config=None, kernel=None):
 
     if config is None and _interpreting():
         config = INTERPRETER_CONFIG
-    if config is not None:  # the raw kernel with the blocks given
-        matmul_kernel[grid(config)](*args, INPUT_PRECISION=precision, **config)
-    else:  # the autotuner picks the blocks, then calls grid with them
-        tuned = kernel or matmul_kernel_autotuned
-        tuned[grid](*args, INPUT_PRECISION=precision)
+    with _on(a.device):  # Triton launches on the current GPU, not on a's
+        if config is not None:  # the raw kernel with the blocks given
+            matmul_kernel[grid(config)](*args, INPUT_PRECISION=precision, **config)
+        else:  # the autotuner picks the blocks, then calls grid with them
+            tuned = kernel or matmul_kernel_autotuned
+            tuned[grid](*args, INPUT_PRECISION=precision)
     return out
 
 
+def _on(device):
+    return (
+        torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+    )
+
+
+# Triton picks the interpreter when @triton.jit decorates a kernel, at import,
+# from triton.knobs (TRITON_INTERPRET = 1, true, on, yes or y, any case). Read
+# the knob once, at import too, so launchers and kernels agree; a plain bool
+# also traces under torch.compile, which cannot call the knob (C++).
+_INTERPRETING = triton.knobs.runtime.interpret
+
+
 def _interpreting() -> bool:
-    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
-    # Python: torch.compile cannot trace triton.knobs (a C++ call)
-    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
-    return flag in ("1", "true", "on", "yes")
+    return _INTERPRETING
 
 
 # --8<-- [end:launcher]

@@ -11,7 +11,7 @@ Run it:  TRITON_INTERPRET=1 python snippets/memory_access.py   (CPU, interpreter
 """
 
 # --8<-- [start:imports]
-import os
+import contextlib
 
 import torch
 import triton
@@ -140,16 +140,21 @@ def copy_2d(x, out=None, order="rows", block=(32, 128)):
     if x.numel() == 0:
         return out
     strides = (*x.stride(), *out.stride())
+    # CUDA allows 2**31 - 1 programs along grid axis 0 but 65535 along axis 1
     if order == "rows":
+        if triton.cdiv(n_cols, block_c) > 65535:
+            raise ValueError("too many column blocks for grid axis 1: raise block[1]")
         grid = (triton.cdiv(n_rows, block_r), triton.cdiv(n_cols, block_c))
-        copy_tiles_kernel[grid](
-            x, out, n_rows, n_cols, *strides, BLOCK_R=block_r, BLOCK_C=block_c
-        )
+        with _on(x.device):  # Triton launches on the current GPU, not on x's
+            copy_tiles_kernel[grid](
+                x, out, n_rows, n_cols, *strides, BLOCK_R=block_r, BLOCK_C=block_c
+            )
     else:
         if triton.cdiv(n_rows, block_r) > 65535:
             raise ValueError("too many row blocks for grid axis 1: raise block[0]")
         grid = (n_cols, triton.cdiv(n_rows, block_r))
-        copy_columns_kernel[grid](x, out, n_rows, *strides, BLOCK_R=block_r)
+        with _on(x.device):
+            copy_columns_kernel[grid](x, out, n_rows, *strides, BLOCK_R=block_r)
     return out
 
 
@@ -165,26 +170,33 @@ def transpose(x, out=None, method="tiled", block=(64, 64)):
     out = _check_out(out, (n_cols, n_rows), x)
     if x.numel() == 0:
         return out
-    if method == "tiled":
-        grid = (triton.cdiv(n_rows, block_r), triton.cdiv(n_cols, block_c))
-        transpose_tiled_kernel[grid](
-            x,
-            out,
-            n_rows,
-            n_cols,
-            x.stride(0),
-            out.stride(0),
-            BLOCK_R=block_r,
-            BLOCK_C=block_c,
-        )
-    else:
-        if triton.cdiv(n_cols, block_c) > 65535:
-            raise ValueError("too many column blocks for grid axis 1: raise block[1]")
-        grid = (n_rows, triton.cdiv(n_cols, block_c))
-        transpose_naive_kernel[grid](
-            x, out, n_cols, x.stride(0), out.stride(0), BLOCK_C=block_c
-        )
+    if triton.cdiv(n_cols, block_c) > 65535:  # grid axis 1, both methods
+        raise ValueError("too many column blocks for grid axis 1: raise block[1]")
+    with _on(x.device):  # Triton launches on the current GPU, not on x's
+        if method == "tiled":
+            grid = (triton.cdiv(n_rows, block_r), triton.cdiv(n_cols, block_c))
+            transpose_tiled_kernel[grid](
+                x,
+                out,
+                n_rows,
+                n_cols,
+                x.stride(0),
+                out.stride(0),
+                BLOCK_R=block_r,
+                BLOCK_C=block_c,
+            )
+        else:
+            grid = (n_rows, triton.cdiv(n_cols, block_c))
+            transpose_naive_kernel[grid](
+                x, out, n_cols, x.stride(0), out.stride(0), BLOCK_C=block_c
+            )
     return out
+
+
+def _on(device):
+    return (
+        torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+    )
 
 
 def _check_input(x):
@@ -237,11 +249,15 @@ def _overlaps(a, b) -> bool:
     return a0 < b1 and b0 < a1
 
 
+# Triton picks the interpreter when @triton.jit decorates a kernel, at import,
+# from triton.knobs (TRITON_INTERPRET = 1, true, on, yes or y, any case). Read
+# the knob once, at import too, so launchers and kernels agree; a plain bool
+# also traces under torch.compile, which cannot call the knob (C++).
+_INTERPRETING = triton.knobs.runtime.interpret
+
+
 def _interpreting() -> bool:
-    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
-    # Python: torch.compile cannot trace triton.knobs (a C++ call)
-    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
-    return flag in ("1", "true", "on", "yes")
+    return _INTERPRETING
 
 
 # --8<-- [end:launchers]

@@ -10,8 +10,6 @@ Run it:  TRITON_INTERPRET=1 python snippets/online_softmax.py   (CPU, interprete
 """
 
 # --8<-- [start:imports]
-import os
-
 import torch
 import triton
 import triton.language as tl
@@ -130,6 +128,13 @@ def online_softmax(x, out=None, block_size=4096, chunk=None):
             f"x is on {x.device}: move it to a CUDA GPU, or set "
             "TRITON_INTERPRET=1 to run the kernel on the CPU"
         )
+    if x.device.type == "cuda" and x.device.index != torch.cuda.current_device():
+        # Triton launches on the current device, not on the tensor's
+        raise ValueError(
+            f"x is on {x.device}, the current device is cuda:"
+            f"{torch.cuda.current_device()}: call torch.cuda.set_device"
+            f"({x.device.index}) first, or launch inside torch.cuda.device(x.device)"
+        )
     if x.dtype not in SUPPORTED_DTYPES:
         raise TypeError(f"unsupported dtype {x.dtype}; use one of {SUPPORTED_DTYPES}")
     if x.dim() != 2:
@@ -232,11 +237,15 @@ def _overlaps(a, b) -> bool:
     return bool((found & near).any())
 
 
+# Triton picks the interpreter when @triton.jit decorates a kernel, at import,
+# from triton.knobs (TRITON_INTERPRET = 1, true, on, yes or y, any case). Read
+# the knob once, at import too, so launchers and kernels agree; a plain bool
+# also traces under torch.compile, which cannot call the knob (C++).
+_INTERPRETING = triton.knobs.runtime.interpret
+
+
 def _interpreting() -> bool:
-    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
-    # Python: torch.compile cannot trace triton.knobs (a C++ call)
-    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
-    return flag in ("1", "true", "on", "yes")
+    return _INTERPRETING
 
 
 # --8<-- [end:launcher]

@@ -9,8 +9,6 @@ Run it:  TRITON_INTERPRET=1 python snippets/optimization_steps.py   (CPU)
 """
 
 # --8<-- [start:imports]
-import os
-
 import torch
 import triton
 import triton.language as tl
@@ -143,6 +141,12 @@ def _prepare(x, out):
         )
     elif not out.is_contiguous():
         raise ValueError("out must be contiguous")
+    if out.numel() and x.numel():
+        # a row's sum written over a row another program still reads: refused
+        lo = x.data_ptr()
+        hi = lo + ((x.shape[0] - 1) * x.stride(0) + x.shape[1]) * x.element_size()
+        if out.data_ptr() < hi and lo < out.data_ptr() + out.nbytes:
+            raise ValueError("out must not overlap x")
     return out
 
 
@@ -194,11 +198,15 @@ def rowsum_v3(x, out=None, config=None):
     return out
 
 
+# Triton picks the interpreter when @triton.jit decorates a kernel, at import,
+# from triton.knobs (TRITON_INTERPRET = 1, true, on, yes or y, any case). Read
+# the knob once, at import too, so launchers and kernels agree; a plain bool
+# also traces under torch.compile, which cannot call the knob (C++).
+_INTERPRETING = triton.knobs.runtime.interpret
+
+
 def _interpreting() -> bool:
-    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
-    # Python: torch.compile cannot trace triton.knobs (a C++ call)
-    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
-    return flag in ("1", "true", "on", "yes")
+    return _INTERPRETING
 
 
 # --8<-- [end:launcher]

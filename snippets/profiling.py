@@ -6,7 +6,6 @@ Run it:  TRITON_INTERPRET=1 python snippets/profiling.py   (CPU: correctness onl
 """
 
 # --8<-- [start:imports]
-import os
 import statistics
 
 import torch
@@ -90,13 +89,23 @@ def _check(*tensors):
             raise TypeError(f"dtypes differ: {first.dtype} and {t.dtype}")
 
 
-def _output(out, like):
+def _output(out, like, *inputs):
+    """out, or a new tensor like ``like``; it must not overlap an input."""
     if out is None:
         return torch.empty_like(like)
     if out.shape != like.shape or out.dtype != like.dtype or out.device != like.device:
         raise ValueError("out must match the input in shape, dtype and device")
     if not out.is_contiguous():
         raise ValueError("out must be contiguous")
+    # An overlapping out is written while other programs still read it; only
+    # out = an input of its own shape (element i read and written by one
+    # lane) is safe.
+    a0, a1 = out.data_ptr(), out.data_ptr() + out.nbytes
+    for t in inputs:
+        b0, b1 = t.data_ptr(), t.data_ptr() + t.nbytes
+        same = (a0, a1) == (b0, b1) and t.shape == out.shape
+        if out.numel() and t.numel() and a0 < b1 and b0 < a1 and not same:
+            raise ValueError("out must not overlap an input (out=x is allowed)")
     return out
 
 
@@ -105,7 +114,7 @@ def add(x, y, out=None, block_size=1024):
     _check(x, y)
     if x.shape != y.shape:
         raise ValueError(f"shapes differ: {tuple(x.shape)} vs {tuple(y.shape)}")
-    out = _output(out, x)
+    out = _output(out, x, x, y)
     n = x.numel()
     if n:
         grid = (triton.cdiv(n, block_size),)
@@ -127,7 +136,7 @@ def bias_gelu(x, bias, out=None, block_size=1024):
             f"rows of {x.shape[-1]} elements are too long: the last dimension "
             f"plus block_size ({block_size}) must stay below 2**31"
         )
-    out = _output(out, x)
+    out = _output(out, x, x, bias)
     n = x.numel()
     if n:
         grid = (triton.cdiv(n, block_size),)
@@ -135,11 +144,15 @@ def bias_gelu(x, bias, out=None, block_size=1024):
     return out
 
 
+# Triton picks the interpreter when @triton.jit decorates a kernel, at import,
+# from triton.knobs (TRITON_INTERPRET = 1, true, on, yes or y, any case). Read
+# the knob once, at import too, so launchers and kernels agree; a plain bool
+# also traces under torch.compile, which cannot call the knob (C++).
+_INTERPRETING = triton.knobs.runtime.interpret
+
+
 def _interpreting() -> bool:
-    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
-    # Python: torch.compile cannot trace triton.knobs (a C++ call)
-    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
-    return flag in ("1", "true", "on", "yes")
+    return _INTERPRETING
 
 
 # --8<-- [end:launchers]

@@ -10,8 +10,6 @@ Run it:  TRITON_INTERPRET=1 python snippets/softmax.py   (CPU, interpreter)
 """
 
 # --8<-- [start:imports]
-import os
-
 import torch
 import triton
 import triton.language as tl
@@ -61,20 +59,20 @@ def softmax_rows_kernel(
     BLOCK_ROWS: tl.constexpr,  # rows per program, a power of two
     BLOCK_SIZE: tl.constexpr,  # a power of two >= n_cols
 ):
-    pid = tl.program_id(axis=0)
+    # int64 from the start: pid * BLOCK_ROWS wraps past 2**31 rows in int32
+    pid = tl.program_id(axis=0).to(tl.int64)
     rows = pid * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)  # (BLOCK_ROWS,)
     cols = tl.arange(0, BLOCK_SIZE)  # (BLOCK_SIZE,)
     # A (BLOCK_ROWS, BLOCK_SIZE) block: rows down, columns across.
     mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
-    rows64 = rows.to(tl.int64)
-    x_ptrs = x_ptr + rows64[:, None] * x_row_stride + cols[None, :]
+    x_ptrs = x_ptr + rows[:, None] * x_row_stride + cols[None, :]
     x = tl.load(x_ptrs, mask=mask, other=-float("inf")).to(tl.float32)
     row_max = tl.max(x, axis=1)  # (BLOCK_ROWS,): one maximum per row
     numerator = tl.exp(x - row_max[:, None])
     denominator = tl.sum(numerator, axis=1)
     y = numerator / denominator[:, None]
     # Rows past n_rows held only -inf and computed NaN; the mask drops them.
-    out_ptrs = out_ptr + rows64[:, None] * out_row_stride + cols[None, :]
+    out_ptrs = out_ptr + rows[:, None] * out_row_stride + cols[None, :]
     tl.store(out_ptrs, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
@@ -101,6 +99,13 @@ def _check(x, out, name):
         raise ValueError(
             f"x is on {x.device}: move it to a CUDA GPU, or set "
             "TRITON_INTERPRET=1 to run the kernel on the CPU"
+        )
+    if x.device.type == "cuda" and x.device.index != torch.cuda.current_device():
+        # Triton launches on the current device, not on the tensor's
+        raise ValueError(
+            f"x is on {x.device}, the current device is cuda:"
+            f"{torch.cuda.current_device()}: call torch.cuda.set_device"
+            f"({x.device.index}) first, or launch inside torch.cuda.device(x.device)"
         )
     if x.dtype not in SUPPORTED_DTYPES:
         raise TypeError(f"unsupported dtype {x.dtype}; use one of {SUPPORTED_DTYPES}")
@@ -209,11 +214,15 @@ def softmax_rows(x, out=None, block_rows=None):
     return out
 
 
+# Triton picks the interpreter when @triton.jit decorates a kernel, at import,
+# from triton.knobs (TRITON_INTERPRET = 1, true, on, yes or y, any case). Read
+# the knob once, at import too, so launchers and kernels agree; a plain bool
+# also traces under torch.compile, which cannot call the knob (C++).
+_INTERPRETING = triton.knobs.runtime.interpret
+
+
 def _interpreting() -> bool:
-    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
-    # Python: torch.compile cannot trace triton.knobs (a C++ call)
-    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
-    return flag in ("1", "true", "on", "yes")
+    return _INTERPRETING
 
 
 # --8<-- [end:launcher]

@@ -10,6 +10,7 @@ Run it:  TRITON_INTERPRET=1 python snippets/softmax_autograd.py   (CPU, interpre
 """
 
 # --8<-- [start:imports]
+import contextlib
 import os
 import re
 import subprocess
@@ -20,6 +21,7 @@ import time
 import torch
 import triton
 import triton.language as tl
+from torch._subclasses.fake_tensor import is_fake
 
 # --8<-- [end:imports]
 
@@ -110,7 +112,8 @@ def _prune_configs(configs, named_args, **kwargs):
         elements = config.kwargs["ROWS"] * block  # elements one program holds
         threads = 32 * config.num_warps
         too_big = config.kwargs["ROWS"] > 1 and elements > 8192
-        too_thin = elements < 4 * threads  # under 4 elements (8 bytes) a thread
+        # under 4 elements a thread (8 bytes in 16-bit types, 16 in float32)
+        too_thin = elements < 4 * threads
         if not too_big and not too_thin:
             kept.append(config)
     return kept or [triton.Config({"ROWS": 1}, num_warps=4)]
@@ -139,11 +142,15 @@ SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 MAX_COLS = 32768  # a whole row must fit in one program's registers
 
 
+# Triton picks the interpreter when @triton.jit decorates a kernel, at import,
+# from triton.knobs (TRITON_INTERPRET = 1, true, on, yes or y, any case). Read
+# the knob once, at import too, so launchers and kernels agree; a plain bool
+# also traces under torch.compile, which cannot call the knob (C++).
+_INTERPRETING = triton.knobs.runtime.interpret
+
+
 def _interpreting() -> bool:
-    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
-    # Python: torch.compile cannot trace triton.knobs (a C++ call)
-    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
-    return flag in ("1", "true", "on", "yes")
+    return _INTERPRETING
 
 
 def _check(name, t, like=None):
@@ -171,14 +178,38 @@ def _check(name, t, like=None):
             raise ValueError(f"shapes differ: {tuple(t.shape)} vs {tuple(like.shape)}")
 
 
-def _output(out, like):
+def _output(out, like, *inputs):
     if out is None:
         return torch.empty_like(like)
     if out.shape != like.shape or out.dtype != like.dtype or out.device != like.device:
         raise ValueError("out must match the input in shape, dtype and device")
     if not out.is_contiguous():
         raise ValueError("out must be contiguous")
+    for name, t in inputs:
+        # in place (out is t) is safe: a program reads its rows, then writes
+        # them. A shifted overlap is not: it writes rows another program reads.
+        if _overlaps(out, t) and out.data_ptr() != t.data_ptr():
+            raise ValueError(f"out must be {name} itself or share no memory with it")
     return out
+
+
+def _overlaps(a, b) -> bool:
+    # whether two dense tensors' bytes intersect; torch.compile's stand-in
+    # tensors have no memory to compare (their own op allocated out anyway)
+    if torch.compiler.is_compiling() or is_fake(a) or is_fake(b):
+        return False
+    if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    a1, b1 = a0 + a.numel() * a.element_size(), b0 + b.numel() * b.element_size()
+    return a0 < b1 and b0 < a1
+
+
+def _on(device):
+    # Triton launches on the current GPU, not on the tensors' one
+    return (
+        torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+    )
 
 
 def _pick(raw_kernel, tuned_kernel, block_size, config, launch_wrapper):
@@ -198,7 +229,7 @@ def softmax_fwd(x, out=None, config=None, launch_wrapper=lambda k: k):
     by default the autotuned kernel chooses (on a GPU).
     """
     _check("x", x)
-    y = _output(out, x)
+    y = _output(out, x, ("x", x))
     n_cols = x.shape[-1]
     n_rows = x.numel() // n_cols if n_cols else 0
     if n_rows == 0:
@@ -211,7 +242,8 @@ def softmax_fwd(x, out=None, config=None, launch_wrapper=lambda k: k):
     def grid(meta):  # one program per ROWS rows
         return (triton.cdiv(n_rows, meta["ROWS"]),)
 
-    kernel[grid](x, y, n_rows, n_cols, n_cols, n_cols, BLOCK_SIZE=block, **extra)
+    with _on(x.device):
+        kernel[grid](x, y, n_rows, n_cols, n_cols, n_cols, BLOCK_SIZE=block, **extra)
     return y
 
 
@@ -219,7 +251,7 @@ def softmax_bwd(y, dy, out=None, config=None, launch_wrapper=lambda k: k):
     """dx for y = softmax(x) along the last dimension, by _softmax_bwd_kernel."""
     _check("y", y)
     _check("dy", dy, like=y)
-    dx = _output(out, y)
+    dx = _output(out, y, ("y", y), ("dy", dy))
     n_cols = y.shape[-1]
     n_rows = y.numel() // n_cols if n_cols else 0
     if n_rows == 0:
@@ -232,7 +264,8 @@ def softmax_bwd(y, dy, out=None, config=None, launch_wrapper=lambda k: k):
     def grid(meta):
         return (triton.cdiv(n_rows, meta["ROWS"]),)
 
-    kernel[grid](y, dy, dx, n_rows, n_cols, n_cols, BLOCK_SIZE=block, **extra)
+    with _on(y.device):
+        kernel[grid](y, dy, dx, n_rows, n_cols, n_cols, BLOCK_SIZE=block, **extra)
     return dx
 
 
@@ -350,7 +383,9 @@ def _tuned_configs(tuned_kernel) -> list:
     ]
 
 
-# 2**25 elements (64 MiB in float16) per tensor: far more than the L2 cache.
+# 2**25 elements (64 MiB in float16) per tensor: more than an H100's L2
+# (50 MiB), but not by much. Part of the last writes can still sit in L2 when
+# the kernel ends (the ncu capture shows it), and a rate counts them as moved.
 _SIZES = [{"n_rows": 2**25 // n, "n_cols": n} for n in (256, 1024, 4096, 16384)]
 
 BENCHMARKS = [

@@ -8,7 +8,7 @@ Run it:  TRITON_INTERPRET=1 python snippets/vector_add.py   (CPU, interpreter)
 """
 
 # --8<-- [start:imports]
-import os
+import contextlib
 
 import torch
 import triton
@@ -101,7 +101,8 @@ def vector_add(x, y, out=None, block_size=1024):
     if n_elements == 0:
         return out
     grid = (triton.cdiv(n_elements, block_size),)  # one program per block
-    vector_add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=block_size)
+    with _on(x.device):  # Triton launches on the current GPU, not on x's
+        vector_add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=block_size)
     return out
 
 
@@ -114,11 +115,21 @@ def _overlaps(a, b) -> bool:
     return a0 < b1 and b0 < a1
 
 
+def _on(device):
+    return (
+        torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext()
+    )
+
+
+# Triton picks the interpreter when @triton.jit decorates a kernel, at import,
+# from triton.knobs (TRITON_INTERPRET = 1, true, on, yes or y, any case). Read
+# the knob once, at import too, so launchers and kernels agree; a plain bool
+# also traces under torch.compile, which cannot call the knob (C++).
+_INTERPRETING = triton.knobs.runtime.interpret
+
+
 def _interpreting() -> bool:
-    # TRITON_INTERPRET read as Triton reads it (1, true, on or yes), in plain
-    # Python: torch.compile cannot trace triton.knobs (a C++ call)
-    flag = os.environ.get("TRITON_INTERPRET", "0").lower()
-    return flag in ("1", "true", "on", "yes")
+    return _INTERPRETING
 
 
 # --8<-- [end:launcher]

@@ -11,7 +11,6 @@ Run it:  TRITON_INTERPRET=1 python snippets/vector_add_frameworks.py   (CPU)
 
 # --8<-- [start:imports]
 import functools
-import os
 
 import torch
 import triton
@@ -21,15 +20,32 @@ import triton.language as tl
 
 
 # --8<-- [start:checks]
+# Triton picks the interpreter when @triton.jit decorates a kernel, at import,
+# from triton.knobs (TRITON_INTERPRET = 1, true, on, yes or y, any case). Read
+# the knob once, at import too, so launchers and kernels agree; a plain bool
+# also traces under torch.compile, which cannot call the knob (C++).
+_INTERPRETING = triton.knobs.runtime.interpret
+
+
+def _interpreting() -> bool:
+    return _INTERPRETING
+
+
 def check_inputs(x, y):
     """The same checks before every version: float32 vectors on one CUDA GPU."""
     if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
         raise TypeError("expected two torch.Tensor arguments")
-    interpreting = os.environ.get("TRITON_INTERPRET") == "1"
-    if x.device != y.device or (x.device.type != "cuda" and not interpreting):
+    if x.device != y.device or (x.device.type != "cuda" and not _interpreting()):
         raise ValueError(
             f"x is on {x.device}, y on {y.device}: both must be on one CUDA GPU "
             "(or on the CPU with TRITON_INTERPRET=1, for the Triton version)"
+        )
+    if x.device.type == "cuda" and x.device.index != torch.cuda.current_device():
+        # Triton launches on the current device, not on the tensors'
+        raise ValueError(
+            f"x and y are on {x.device}, the current device is cuda:"
+            f"{torch.cuda.current_device()}: call torch.cuda.set_device"
+            f"({x.device.index}) first, or call inside torch.cuda.device(x.device)"
         )
     if x.dtype != torch.float32 or y.dtype != torch.float32:
         raise TypeError(f"float32 only, got {x.dtype} and {y.dtype}")
@@ -238,7 +254,7 @@ KERNEL_SECTIONS = {
 
 # --8<-- [start:main]
 def main():
-    on_gpu = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
+    on_gpu = torch.cuda.is_available() and not _interpreting()
     device = "cuda" if on_gpu else "cpu"
     x = torch.randn(98_432, device=device)
     y = torch.randn(98_432, device=device)

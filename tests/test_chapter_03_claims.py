@@ -93,6 +93,14 @@ for x_aligned in (True, False):
     )
     found[f"copy:x_aligned={x_aligned}"] = sorted(
         set(re.findall(r"\\bld\\.global\\S*", asm["ptx"])))
+# fused_mlp_tail.py's kernel in bfloat16, pointers and n_cols aligned
+tail = excerpts._load(codegen.SNIPPETS / "fused_mlp_tail.py").bias_gelu_dropout_kernel
+sig = {"y_ptr": "*bf16", "bias_ptr": "*bf16", "out_ptr": "*bf16", "n_cols": "i32",
+       "p": "fp32", "scale": "fp32", "seed": "i32", "BLOCK_SIZE": "constexpr"}
+asm = codegen.compile_for(tail, 90, sig, {"BLOCK_SIZE": 1024},
+                          ["y_ptr", "bias_ptr", "out_ptr", "n_cols"])
+found["tail"] = sorted(set(re.findall(r"\\b(?:ld|st)\\.global\\S*", asm["ptx"])))
+found["tail:convert_layout"] = asm["ttgir"].count("convert_layout")
 print(json.dumps(found))
 """
 
@@ -112,6 +120,15 @@ def test_wgmma_needs_a_warpgroup_as_well_as_64_rows(warps_and_alignment, shape):
     for page in ("index.md", "profiling-debugging.md"):
         text = " ".join((CHAPTER / page).read_text(encoding="utf-8").split())
         assert "multiple of 4" in text and "64 rows" in text, page
+
+
+def test_the_fused_tail_loads_and_stores_16_bytes_a_thread(warps_and_alignment):
+    # review 2026-11-27 l03-01: a (BLOCK_SIZE // 4, 4) tile gave scalar 2-byte accesses
+    # under triton 3.6; the flat block with interleaved draws gives v4 (both
+    # versions, checked by hand with 3.6) and no layout change
+    found = warps_and_alignment
+    assert found["tail"] == ["ld.global.v4.b32", "st.global.v4.b32"]
+    assert found["tail:convert_layout"] == 0
 
 
 def test_an_unaligned_base_pointer_gives_scalar_loads(warps_and_alignment):
@@ -303,6 +320,24 @@ def test_the_h100_capture_shows_the_fold_past_the_bound_well_below_1000():
         ]
         pytorch, fold = float(row[-4]), float(row[-3])
         assert fold > 1.5 * pytorch, row
+        # review 2026-11-27 l03-16: and within it at 30, so the bound lies between the
+        # two and FOLD_LIMIT = 10 is a margin below it, as the page says
+        (row,) = [
+            r for r in rows if r[:1] == ["float16"] and "30" in r and "|mean|" in r
+        ]
+        pytorch, fold = float(row[-4]), float(row[-3])
+        assert fold <= 1.5 * pytorch, row
+    text = " ".join(_text("fusion.md").split())
+    assert "still within it at 30" in text and "not read off the capture" in text
+    assert load_snippet("layernorm_linear_fold").FOLD_LIMIT == 10
+
+
+def test_the_fold_is_said_to_need_the_shared_memory_of_the_unsplit_gemm():
+    # review 2026-11-27 l03-05: tests/test_compiler_claims.py compares the fold with the
+    # TMA GEMM compiled with EPILOGUE_SPLIT=False; the launcher's default
+    # splits the epilogue and needs less, so the page names the variant
+    text = " ".join(_text("fusion.md").split())
+    assert "with its epilogue in one piece (`EPILOGUE_SPLIT=False`)" in text
 
 
 def test_the_fold_cells_of_the_notebook_skip_themselves_before_hopper():
@@ -529,3 +564,111 @@ def test_the_copy_rate_is_a_yardstick_not_the_limit():
     assert "bench=softmax_autograd_fwd gpu=h100 value=vendor_peak" in text
     assert "bench=softmax_autograd_fwd gpu=h100 value=roofline" in text
     assert "match or pass by a little" in text
+
+
+def _gpu_data():
+    """(gpu slug, gpu record, captures) of every data file."""
+    for path in sorted((REPO_ROOT / "data" / "timings").glob("*.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        yield path.stem, doc["gpu"], doc.get("captures", {})
+
+
+def _metric(text, name):
+    (line,) = [line for line in text.splitlines() if line.split()[:1] == [name]]
+    return float(line.split()[-1].replace(",", ""))
+
+
+def test_the_ncu_reading_of_the_backwards_bytes_holds_in_the_data():
+    # profiling-debugging.md (review 2026-11-27 l03-13): reads of two tensors, writes
+    # short of one, and the shortfall smaller than the L2 (8192 x 4096 fp16)
+    tensor_mb = 8192 * 4096 * 2 / 1e6
+    checked = 0
+    for gpu, record, captures in _gpu_data():
+        capture = captures.get("softmax_autograd_ncu")
+        if not capture:
+            continue
+        text = capture["text"]
+        assert "Mbyte" in text, "the reading assumes megabytes"
+        read = _metric(text, "dram__bytes_read.sum")
+        written = _metric(text, "dram__bytes_write.sum")
+        assert abs(read - 2 * tensor_mb) < 0.02 * tensor_mb, (gpu, read)
+        assert written < tensor_mb, (gpu, written)
+        assert tensor_mb - written < record["l2_bytes"] / 1e6, (gpu, written)
+        checked += 1
+    assert checked, "no ncu capture in data/timings"
+    text = " ".join(_text("profiling-debugging.md").split())
+    assert "the writes fall short of one tensor" in text
+    assert "checks this reading against the data" in text
+
+
+def _cuda_total_us(text, name):
+    # the profiler table's "CUDA total" column, in microseconds
+    header = next(line for line in text.splitlines() if "CUDA total" in line)
+    columns = re.split(r"\s{2,}", header.strip())
+    (line,) = [line for line in text.splitlines() if line.strip().startswith(name)]
+    cells = re.split(r"\s{2,}", line.strip())
+    value = cells[columns.index("CUDA total")]
+    scale = {"us": 1.0, "ms": 1e3, "s": 1e6}[re.sub(r"[\d.]", "", value)]
+    return float(re.sub(r"[a-z]", "", value)) * scale
+
+
+def test_accumulate_grad_costs_about_as_much_as_the_backward_kernel():
+    # profiling-debugging.md (review 2026-11-27 l03-14): "about as much" = 25 %
+    checked = 0
+    for gpu, _, captures in _gpu_data():
+        capture = captures.get("softmax_autograd_profiler")
+        if not capture:
+            continue
+        accumulate = _cuda_total_us(capture["text"], "torch::autograd::AccumulateGrad")
+        backward = _cuda_total_us(capture["text"], "_softmax_bwd_kernel")
+        assert 0.75 < accumulate / backward < 1.25, (gpu, accumulate, backward)
+        checked += 1
+    assert checked, "no profiler capture in data/timings"
+    text = " ".join(_text("profiling-debugging.md").split())
+    assert "about as much GPU time as the backward kernel itself" in text
+
+
+def test_the_first_call_reading_holds_in_the_data():
+    # matmul-autotuning.md (review 2026-11-27 l03-15): first call >= 100x the steady
+    # state ("orders of magnitude"), second far cheaper than the first but
+    # above the steady-state median
+    checked = 0
+    for gpu, _, captures in _gpu_data():
+        capture = captures.get("softmax_autograd_first_call")
+        if not capture:
+            continue
+        rows = [line.split() for line in capture["text"].splitlines()[1:]]
+        for row in filter(None, rows):
+            first, second, steady = (float(v) for v in row[4:7])
+            assert first >= 100 * steady and second <= first / 100, (gpu, row)
+            assert second > steady, (gpu, row)
+            checked += 1
+    assert checked, "no first-call capture in data/timings"
+    text = " ".join(_text("matmul-autotuning.md").split())
+    assert "by orders of magnitude" in text
+    assert "checks these readings against the data" in text
+
+
+def test_the_interpreter_claim_names_the_version_it_holds_for():
+    # review 2026-11-27 l03-08: triton 3.6's interpreter with NumPy 2.4 stops in the
+    # GEMMs' tl.cdiv loops; the hardware note says which environment passes
+    text = " ".join(_text("index.md").split())
+    assert "triton 3.9 and NumPy 2.4" in text
+    assert "Triton 3.6's interpreter, with that NumPy, stops at the GEMMs" in text
+
+
+def test_the_exercise_times_with_what_the_chapter_teaches():
+    # review 2026-11-27 l03-19: time_cuda comes from lesson 04; this chapter
+    # times with triton.testing.do_bench
+    text = " ".join(_text("pytorch-integration.md").split())
+    assert "time_cuda" not in text
+    assert "with `triton.testing.do_bench`" in text
+    from triton_course.exercises.silu_mul import EXERCISE
+
+    assert "time_cuda" not in EXERCISE.target and "do_bench" in EXERCISE.target
+
+
+def test_the_softmax_launchers_are_said_to_refuse_an_overlapping_out():
+    # review 2026-11-27 l03-02
+    text = " ".join(_text("pytorch-integration.md").split())
+    assert "including an `out` that shares memory with an input" in text

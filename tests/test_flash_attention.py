@@ -207,6 +207,85 @@ def test_backward_agrees_with_sdpa(seeded):
         torch.testing.assert_close(a.float(), b, atol=1.6e-2, rtol=1.6e-2)
 
 
+# Review 2026-11-27 mod-06: the backward kernels added an int32 product
+# (offs * HEAD_DIM) to the int64 head offset, which wraps once one head holds
+# 2**31 elements (n_ctx >= 2**24 at d = 128). Compiled for sm_80 (no GPU):
+# no product over a tile may be i32 (scalars such as pid * BLOCK stay below
+# n_ctx + BLOCK).
+_BWD_SCRIPT = r"""
+import json, re, sys
+from pathlib import Path
+from triton_course import codegen, excerpts
+
+fa = excerpts._load(Path("snippets") / "flash_attention.py")
+half = lambda *names: dict.fromkeys(names, "*fp16")
+stats = {"lse_ptr": "*fp32", "delta_ptr": "*fp32"}
+tiles = {"HEAD_DIM": 64, "CAUSAL": True, "BLOCK_M": 32, "BLOCK_N": 64}
+rest = {"n_ctx": "i32", "qk_scale": "fp32", "sm_scale": "fp32"}
+rest |= dict.fromkeys(tiles, "constexpr")
+qkvdo = half("q_ptr", "k_ptr", "v_ptr", "do_ptr")
+kernels = {
+    "_attention_bwd_dkdv_kernel": (qkvdo | stats | half("dk_ptr", "dv_ptr") | rest,
+                                   tiles),
+    "_attention_bwd_dq_kernel": (qkvdo | stats | half("dq_ptr") | rest,
+                                 dict(tiles, BLOCK_M=64, BLOCK_N=32)),
+    "_attention_bwd_delta_kernel": (
+        half("out_ptr", "dout_ptr") | {"delta_ptr": "*fp32", "n_rows": "i32",
+                                       "HEAD_DIM": "constexpr", "BLOCK_M": "constexpr"},
+        {"HEAD_DIM": 64, "BLOCK_M": 32}),
+}
+out = {}
+for name, (sig, const) in kernels.items():
+    pointers = [k for k in sig if k.endswith("_ptr")]
+    ttir = codegen.compile_for(getattr(fa, name), 80, sig, const, pointers)["ttir"]
+    lines = [ln.split(" loc(")[0].strip() for ln in ttir.splitlines()]
+    out[name] = [ln for ln in lines if "arith.muli" in ln and "tensor<" in ln]
+json.dump(out, sys.stdout)
+"""
+
+
+def test_backward_kernels_offset_a_head_in_int64():
+    from conftest import compile_in_subprocess
+
+    products = compile_in_subprocess(_BWD_SCRIPT, timeout=600)
+    assert set(products) == {
+        "_attention_bwd_dkdv_kernel",
+        "_attention_bwd_dq_kernel",
+        "_attention_bwd_delta_kernel",
+    }
+    for name, found in products.items():
+        assert found, name  # the offsets are products over a tile
+        narrow = [ln for ln in found if not ln.endswith("xi64>")]
+        assert not narrow, (name, narrow)
+
+
+def test_the_pages_blocks_copied_in_order_define_before_use(tmp_path):
+    # review 2026-11-27 mod-01: the collapsed benchmark block came before the
+    # memory block that defines _forward_only; copied in order, it stopped
+    import importlib.util
+    import re
+
+    from conftest import REPO_ROOT
+
+    page = REPO_ROOT / "docs/gpu-architecture/02-flash-attention-mixed-precision.md"
+    blocks = re.findall(
+        r"^ *```python\n(.*?)^ *```", page.read_text(), flags=re.M | re.S
+    )
+    source = (REPO_ROOT / "snippets" / "flash_attention.py").read_text()
+    parts = []
+    for block in blocks:  # collapsed blocks included: a reader copies them too
+        for name in re.findall(r'--8<-- "flash_attention\.py:(\w+)"', block):
+            start, end = f"# --8<-- [start:{name}]\n", f"# --8<-- [end:{name}]"
+            parts.append(source.split(start, 1)[1].split(end, 1)[0])
+    path = tmp_path / "page_02_program.py"
+    path.write_text("\n".join(parts))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # module level only: main() is not called
+    assert module.BENCHMARKS[0]["triton"] is module._forward_only
+    assert callable(module.main)
+
+
 def test_delta_is_rowsum_of_dout_times_out(seeded):
     out, dout = (torch.randn(3, 70, 32, device=DEVICE).half() for _ in range(2))
     delta = poison_(torch.empty(3 * 70 + 8, device=DEVICE))
@@ -615,20 +694,20 @@ def test_empty_inputs_still_check_their_buffers():
         fa.attention_backward(q, k, v, out, None, out)
 
 
-@pytest.mark.parametrize("value", ["1", "true", "on", "yes", "TRUE"])
-def test_interpret_is_read_as_triton_reads_it(value, monkeypatch):
-    # issue #28: Triton interprets for 1, true, on or yes (any case)
-    monkeypatch.setenv("TRITON_INTERPRET", value)
-    assert fa._interpreting()
-    monkeypatch.setenv("TRITON_INTERPRET", "0")
-    assert not fa._interpreting()
+def test_interpret_is_read_as_triton_reads_it():
+    # issue #28, l03-10: the launchers read Triton's own knob (1, true, on,
+    # yes or y, any case), at import, when the kernels were decorated too
+    import triton
+
+    assert fa._interpreting() is triton.knobs.runtime.interpret
+    jitted = isinstance(fa._attention_fwd_kernel, triton.runtime.JITFunction)
+    assert jitted is not fa._interpreting()
 
 
 @pytest.mark.skipif(
     HAS_GPU, reason="the GPU run's kernels are compiled, not interpreted"
 )
-def test_cpu_tensors_run_with_interpret_set_to_true(monkeypatch, seeded):
-    monkeypatch.setenv("TRITON_INTERPRET", "true")
+def test_cpu_tensors_run_under_the_interpreter(seeded):
     _check_forward(*qkv(1, 1, 16, 16, torch.float16), causal=False)
 
 
@@ -643,7 +722,7 @@ def test_tensors_on_a_second_gpu_run_there(seeded):
 
 
 def test_cpu_tensors_need_the_interpreter(monkeypatch):
-    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    monkeypatch.setattr(fa, "_INTERPRETING", False)  # as if imported without it
     q, k, v = (torch.ones(1, 1, 4, 16, dtype=torch.float16) for _ in range(3))
     with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
         fa.attention_forward(q, k, v)

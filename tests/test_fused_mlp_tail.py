@@ -3,9 +3,10 @@
 import pytest
 import torch
 import torch.nn.functional as F
+import triton
+import triton.language as tl
 from conftest import (
     DEVICE,
-    HAS_GPU,
     TOLERANCES,
     assert_close,
     load_snippet,
@@ -79,6 +80,39 @@ def test_mask_does_not_repeat_across_rows_or_groups():
     keep = fm.dropout_keep_mask((64, 203), 0.5, 5, DEVICE)
     assert len({tuple(r.tolist()) for r in keep}) == 64
     assert len({tuple(c.tolist()) for c in keep.t()}) == 203
+
+
+@triton.jit
+def _one_block_of_a_row(keep_ptr, row, n_cols, p, seed, BLOCK_SIZE: tl.constexpr):
+    keep = fm._keep_mask(seed, row, 0, n_cols, p, BLOCK_SIZE)
+    tl.store(keep_ptr + tl.arange(0, BLOCK_SIZE), keep.to(tl.uint8))
+
+
+@triton.jit
+def _philox_draws(out_ptr, first_counter, seed, GROUPS: tl.constexpr):
+    g = tl.arange(0, GROUPS)
+    r0, r1, r2, r3 = tl.rand4x(seed, first_counter + g.to(tl.int64))
+    tl.store(out_ptr + 4 * g, r0)
+    tl.store(out_ptr + 4 * g + 1, r1)
+    tl.store(out_ptr + 4 * g + 2, r2)
+    tl.store(out_ptr + 4 * g + 3, r3)
+
+
+@pytest.mark.parametrize("row", [0, 1, 2**20, 2**20 + 1])
+def test_element_takes_draw_c_mod_4_of_a_64_bit_counter(row):
+    # index.md (review 2026-11-27 l03-04): element (r, c) takes draw c % 4 of counter
+    # r * ceil(F / 4) + c // 4, a 64-bit counter. At F = 16384 row 2**20
+    # starts at counter 2**32, which an int32 counter wraps round to row 0's.
+    n_cols, block, p, seed = 16384, 64, 0.5, 1234
+    keep = torch.empty(block, dtype=torch.uint8, device=DEVICE)
+    _one_block_of_a_row[(1,)](keep, row, n_cols, p, seed, BLOCK_SIZE=block)
+    draws = torch.empty(block, device=DEVICE)
+    _philox_draws[(1,)](draws, row * (n_cols // 4), seed, GROUPS=block // 4)
+    assert torch.equal(keep.bool(), draws >= p)
+    if row == 2**20:
+        first = torch.empty_like(keep)
+        _one_block_of_a_row[(1,)](first, 0, n_cols, p, seed, BLOCK_SIZE=block)
+        assert not torch.equal(keep, first)
 
 
 def test_in_place_on_y(seeded):
@@ -237,25 +271,6 @@ def test_out_sharing_memory_other_than_y_itself_is_refused(seeded):
         fm.bias_gelu_dropout(y, flat[:50], out=flat.view(6, 50))
 
 
-@pytest.mark.parametrize("value", ["1", "true", "on", "yes", "TRUE"])
-def test_interpret_is_read_as_triton_reads_it(value, monkeypatch):
-    # issue #28: Triton interprets for 1, true, on or yes (any case)
-    monkeypatch.setenv("TRITON_INTERPRET", value)
-    assert fm._interpreting()
-    monkeypatch.setenv("TRITON_INTERPRET", "0")
-    assert not fm._interpreting()
-
-
-@pytest.mark.skipif(
-    HAS_GPU, reason="the GPU run's kernels are compiled, not interpreted"
-)
-def test_cpu_tensors_run_with_interpret_set_to_true(monkeypatch, seeded):
-    monkeypatch.setenv("TRITON_INTERPRET", "true")
-    y, bias = _inputs(3, 10, torch.float32)
-    assert_close(fm.bias_gelu_dropout(y, bias), _gelu64(y, bias))
-    assert fm.dropout_keep_mask((3, 10), 0.5, 1, "cpu").shape == (3, 10)
-
-
 @pytest.mark.gpu
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
 def test_tensors_on_a_second_gpu_run_there(seeded):
@@ -270,7 +285,7 @@ def test_tensors_on_a_second_gpu_run_there(seeded):
 
 
 def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(fm, "_INTERPRETING", False)  # imported without it
     with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
         fm.bias_gelu_dropout(torch.ones(2, 3), torch.ones(3))
     with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):

@@ -92,11 +92,23 @@ def test_fma_chain_edge_values():
         (32, 1, 0, 32),  # one-warp blocks: the 32-block limit binds
         (32, 4, 100_000, 8),  # two 100 kB blocks fill the 228 kB of shared memory
         (40, 4, 0, 48),  # 40 regs -> 1280 per warp: 51 warps, i.e. 12 blocks of 4
+        # CUDA's 1 KB per block (review 2026-11-27 mod-11): 2 x (113 + 1) KB
+        # fill the 228 KB, 2 x (114 + 1) KB do not
+        (32, 4, 113 * 1024, 8),
+        (32, 4, 114 * 1024, 4),
     ],
 )
 def test_resident_warps_follow_the_occupancy_rules(regs, warps, shared, resident):
     got = gb.resident_warps_per_sm(regs, warps, shared, gb.SM90_LIMITS)
     assert got == resident
+
+
+def test_the_reserved_shared_memory_is_the_vendors():
+    # 1 KB per block from sm_80 (228 KB per SM, 227 KB per block on sm_90);
+    # none on sm_75 (64 KB for both)
+    reserved = {cc: v["reserved_shared"] for cc, v in gb.VENDOR_SM_LIMITS.items()}
+    assert reserved == {(7, 5): 0, (8, 0): 1024, (8, 6): 1024, (8, 9): 1024,
+                        (9, 0): 1024}  # fmt: skip
 
 
 def test_occupancy_report_is_json_ready():
@@ -223,8 +235,38 @@ def test_bad_input_is_rejected(call, error, message):
         call()
 
 
+def test_an_out_that_overlaps_x_is_refused(seeded):
+    # review 2026-11-27 mod-13: a shifted out was accepted, and the copy was
+    # wrong at block edges (on a GPU, a race between programs)
+    big = _randn(3000)
+    x, shifted = big[:-1], big[1:]
+    for call in (
+        lambda: gb.strided_copy(x, 1, out=shifted),
+        lambda: gb.persistent_copy(x, 2, out=shifted),
+        lambda: gb.fma_chain(x, 2, out=shifted),
+        lambda: gb.strided_copy(big, 2, out=big[:1500]),  # out = x's start
+    ):
+        with pytest.raises(ValueError, match="must not overlap x"):
+            call()
+
+
+def test_out_may_be_x_itself_or_beside_it(seeded):
+    # element i read and written by one lane: in place is safe
+    x = _randn(1000)
+    want = x.clone()
+    assert gb.persistent_copy(x, 3, out=x) is x
+    assert torch.equal(x, want)
+    assert gb.strided_copy(x, 1, out=x) is x
+    assert torch.equal(x, want)
+    assert gb.fma_chain(x, 1, a=2.0, b=0.0, out=x) is x
+    assert torch.equal(x, want * 2)
+    buffer = _randn(2000)  # x and out side by side in one buffer
+    gb.persistent_copy(buffer[:1000], 2, out=buffer[1000:])
+    assert torch.equal(buffer[1000:], buffer[:1000])
+
+
 def test_cpu_tensors_need_the_interpreter(monkeypatch):
-    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    monkeypatch.setattr(gb, "_INTERPRETING", False)  # as if imported without it
     for call in (
         lambda: gb.strided_copy(torch.ones(4), 1),
         lambda: gb.persistent_copy(torch.ones(4), 1),
@@ -232,3 +274,31 @@ def test_cpu_tensors_need_the_interpreter(monkeypatch):
     ):
         with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
             call()
+
+
+# ------------------------------------------------------------ lesson 01 ---
+def _page01() -> str:
+    from conftest import REPO_ROOT
+
+    page = REPO_ROOT / "docs" / "gpu-architecture" / "01-gpu-architecture.md"
+    return " ".join(page.read_text(encoding="utf-8").split())
+
+
+def test_lesson_01_names_the_fp8_gemm_and_its_probe():
+    # review 2026-11-27 mod-09, mod-10: the course has an FP8 GEMM, held to a
+    # third probe; lesson 02's forward kernel runs Q K^T in fp8
+    page = _page01()
+    assert "no kernel of the course uses them for a GEMM" not in page
+    assert "the course has no fp8 GEMM" not in page
+    assert "an 8192³ e4m3 `torch._scaled_mm` (cuBLAS)" in page
+    row = page.split("| `tl.dot` with fp8 |", 1)[1].split("| Tensor descriptors", 1)[0]
+    assert "lesson 02's forward kernel" in row and "FP8 GEMM" in row
+
+
+def test_lesson_01_says_what_the_launchers_refuse_and_reserve():
+    # review 2026-11-27 mod-11, mod-13: CUDA's 1 KB per program, and an out
+    # that overlaps x
+    page = _page01()
+    assert "the 1 KB per program that CUDA keeps for itself" in page
+    assert "refuses an `out` that overlaps `x`" in page
+    assert "lesson 04's [`time_cuda`](04-gpu-profiling.md#2-timing-properly)" in page

@@ -412,6 +412,22 @@ def test_how_numbers_are_made_states_the_runners_own_constants():
     assert not re.search(r"\d\s*(GB/s|TB/s|TFLOP/s|ms\b)", prose)
 
 
+def test_probes_are_described_as_the_fastest_round_not_a_median():
+    # ser1-01 (review 2026-11-27): the page said the matmul probe's *median*
+    # moved between the two runs; each probe is the fastest of its rounds, as
+    # the data records, and how two runs' probes compare is not typed
+    text = _page("reference/how-numbers-are-made.md")
+    assert "Each probe is therefore the fastest of its 7 rounds" in text
+    for data in _data_files():
+        for bench in data["benchmarks"].values():
+            probe = bench.get("roofline")
+            if isinstance(probe, dict) and "rounds_ms" in probe:
+                assert probe["how"].startswith("the fastest of"), probe["how"]
+    assert "median fell" not in text
+    assert "the matmul probe did not" not in text
+    assert "each data file's `roofline` entry" in text
+
+
 def test_the_same_timing_claims_read_the_same_elsewhere():
     # review of how-numbers-are-made, findings 2-4: one fix everywhere
     hook = (REPO_ROOT / "hooks" / "measured.py").read_text("utf-8")

@@ -119,6 +119,10 @@ def test_stats_kernel_computes_max_and_rescaled_sum(chunk, seeded):
     merged = (d.double() * torch.exp(m.double() - row_max[:, None])).sum(dim=1)
     reference = torch.exp(x.double() - row_max[:, None]).sum(dim=1)
     torch.testing.assert_close(merged, reference, rtol=1e-5, atol=0)
+    # and against the page's plain-PyTorch recurrence (review 2026-11-27, ser2-02)
+    ref_m, ref_d = om.online_stats_ref(x)
+    assert torch.equal(ref_m, row_max)
+    torch.testing.assert_close(merged, ref_d, rtol=1e-5, atol=0)
 
 
 def test_reference_recurrence_matches_the_direct_formula(seeded):
@@ -296,9 +300,26 @@ def test_rows_of_2_to_the_31_are_refused(monkeypatch):
 
 
 def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(om, "_INTERPRETING", False)  # imported without it
     with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
         om.online_softmax(torch.randn(4, 8))
+
+
+# Review 2026-11-27 (ser2-12): Triton launches on the current device, so a
+# tensor on another GPU is refused with the launcher's own words.
+class _OnAnotherGpu(torch.Tensor):
+    """A CPU tensor that says it lives on cuda:1 (no GPU needed)."""
+
+    @property
+    def device(self):
+        return torch.device("cuda", 1)
+
+
+def test_a_tensor_off_the_current_gpu_is_refused(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    x = torch.randn(4, 8).as_subclass(_OnAnotherGpu)
+    with pytest.raises(ValueError, match=r"on cuda:1, the current device is cuda:0"):
+        om.online_softmax(x)
 
 
 # ----------------------------------------------------------- benchmark ---
@@ -337,3 +358,51 @@ def test_the_page_says_how_the_checker_sees_a_missing_rescale():
     assert "exercises/solutions/online_logsumexp.py" in page
     # the target's verdict sits in the table, not in running prose
     assert "Judged at every size: on the H100 the target is" not in page
+
+
+# ------------------------------------------------ the exercise's checker ---
+def test_checker_compares_a_result_stored_beside_a_float32_scratch():
+    # Review 2026-11-27 (ser2-03): the two-kernel design of this page (float32
+    # statistics, then the result in x's dtype) stores tensors of two dtypes;
+    # the checker crashed merging their stored bits. Now it compares them.
+    import numpy as np
+
+    from triton_course.exercises._watch import Launch, Watch
+
+    scratch = torch.zeros(4, dtype=torch.float32)
+    result = torch.arange(6, dtype=torch.float16)
+
+    def launch(tensor):
+        addresses = Watch.addresses(tensor).ravel()
+        unsigned = {2: np.uint16, 4: np.uint32}[tensor.element_size()]
+        bits = tensor.numpy().view(unsigned).copy()
+        return Launch("k", "attempt.py", [], stored=[addresses], values=[bits])
+
+    launches = [launch(scratch), launch(result)]
+    assert not Watch.changed_since_stored(result, launches).any()
+    result[2] = -1.0  # PyTorch work on the output after the kernel
+    assert Watch.changed_since_stored(result, launches).tolist() == [
+        False, False, True, False, False, False
+    ]  # fmt: skip
+
+
+def test_the_logsumexp_checker_has_what_the_page_names():
+    # Review 2026-11-27 (ser2-07, ser2-08, ser2-09, ser2-16): the page names
+    # what the checker holds; each of these is a case or a rule of it
+    import inspect
+
+    from triton_course.exercises import online_logsumexp as lse
+
+    page = " ".join(
+        (REPO_ROOT / "docs/triton-series/online-softmax.md").read_text().split()
+    )
+    shapes = [case["shape"] for case in lse.EXERCISE.cases]
+    again = [c["shape"] for c in lse.EXERCISE.cases if c.get("again")]
+    assert again and all(shapes.count(shape) == 2 for shape in again)
+    assert "one shape called twice with new values" in page
+    rules = inspect.getsource(lse.inspect)
+    assert "Watch.foreign_loads" in rules and "Watch.loaded" in rules
+    assert "your kernels must load every element of `x`, none of them twice" in page
+    assert "nor use a larger tile there than on the shorter rows" in page
+    assert "(no running maximum, or one whose growth never rescales" not in page
+    assert "gives too large a sum" in page

@@ -135,15 +135,33 @@ def test_bad_input_is_rejected(call, error, message):
         call()
 
 
+def test_an_out_that_overlaps_an_input_is_refused(seeded):
+    # review 2026-11-27 mod-13: add(x, x, out=big[1:]) was accepted, and two
+    # elements came out wrong (on a GPU, a race between programs)
+    big = torch.randn(3000, device=DEVICE)
+    x, shifted = big[:-1], big[1:]
+    with pytest.raises(ValueError, match="must not overlap an input"):
+        pf.add(x, x, out=shifted)
+    with pytest.raises(ValueError, match="must not overlap an input"):
+        pf.add(_ones(2999), x, out=shifted)  # the second input
+    rows = torch.randn(4, 100, device=DEVICE)
+    with pytest.raises(ValueError, match="must not overlap an input"):
+        pf.bias_gelu(rows, rows[0], out=rows)  # the bias is read by every row
+    # element i read and written by one lane: in place is allowed
+    want = pf.add_ref(x, x)
+    assert pf.add(x, x, out=x) is x
+    assert_close(x, want)
+
+
 def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(pf, "_INTERPRETING", False)  # as if imported without it
     with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
         pf.add(torch.ones(2), torch.ones(2))
 
 
 def test_bias_gelu_refuses_rows_too_long_for_its_int32_column(monkeypatch):
     # meta tensors: the size check runs before anything is allocated
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(pf, "_INTERPRETING", True)  # meta tensors pass the check
     n = 2**31 - 1024
     x = torch.empty(1, n, device="meta")
     with pytest.raises(ValueError, match="too long"):
@@ -177,6 +195,15 @@ for name, sig in sigs.items():
     kernel = getattr(pf, name)
     asm = codegen.compile_for(kernel, 90, sig, {"BLOCK_SIZE": 1024}, pointers)
     out[name] = asm["ttir"]
+# exercise 1's solution (review 2026-11-27 mod-07): x.t() of 2**31 elements
+# or more has stride_col = n_rows, and cols * stride_col passes 2**31 - 1
+cs = excerpts._load(Path("exercises") / "solutions" / "colsum.py")
+sig = {"x_ptr": "*fp16", "out_ptr": "*fp16", "n_rows": "i32", "n_cols": "i32",
+       "stride_row": "i32", "stride_col": "i32",
+       "BLOCK_M": "constexpr", "BLOCK_N": "constexpr"}
+asm = codegen.compile_for(cs.colsum_kernel, 90, sig, {"BLOCK_M": 32, "BLOCK_N": 64},
+                          ["x_ptr", "out_ptr"])
+out["colsum_kernel"] = asm["ttir"]
 json.dump(out, sys.stdout)
 """
 
@@ -203,6 +230,99 @@ def test_kernels_address_in_int64(wide_ttir, kernel):
     wide = [ln for ln in steps if re.search(r"(\bi64|xi64>)$", ln)]
     assert len(wide) == {"add_kernel": 3, "bias_gelu_kernel": 2}[kernel], steps
     assert len(steps) - len(wide) == {"add_kernel": 0, "bias_gelu_kernel": 1}[kernel]
+
+
+def test_the_colsum_solution_offsets_rows_and_columns_in_int64(wide_ttir):
+    import re
+
+    ttir = wide_ttir["colsum_kernel"]
+    lines = [ln.split(" loc(")[0].strip() for ln in ttir.splitlines()]
+    # both tile products (rows * stride_row, cols * stride_col) are i64
+    tiles = [ln for ln in lines if "arith.muli" in ln and "tensor<" in ln]
+    assert len(tiles) >= 2 and all(ln.endswith("xi64>") for ln in tiles), tiles
+    steps = [ln for ln in lines if "tt.addptr" in ln]
+    assert steps and all(re.search(r"xi64>$", ln) for ln in steps), steps
+
+
+def test_the_colsum_solution_refuses_dtypes_it_would_sum_wrong():
+    # review 2026-11-27 mod-08: an int64 or float64 x was summed in float32
+    # (2**24 + 1 came back as 2**24)
+    from conftest import REPO_ROOT
+
+    from triton_course import excerpts
+
+    cs = excerpts._load(REPO_ROOT / "exercises" / "solutions" / "colsum.py")
+    for dtype in (torch.int64, torch.int32, torch.float64):
+        with pytest.raises(ValueError, match="float32, float16 or bfloat16"):
+            cs.colsum(torch.ones(2, 2, dtype=dtype))
+    with pytest.raises(ValueError, match="2-D"):
+        cs.colsum(torch.ones(4))
+
+
+def _page_program(page: str) -> str:
+    """Every Python block of a docs page, collapsed ones included, as the
+    snippet sections it embeds, in page order (what a reader who copies
+    them all gets)."""
+    import re
+
+    from conftest import REPO_ROOT
+
+    text = (REPO_ROOT / "docs" / page).read_text(encoding="utf-8")
+    blocks = re.findall(r"^ *```python\n(.*?)^ *```", text, flags=re.M | re.S)
+    parts = []
+    for block in blocks:
+        for name, section in re.findall(r'--8<-- "(\w+\.py):(\w+)"', block):
+            source = (REPO_ROOT / "snippets" / name).read_text(encoding="utf-8")
+            start, end = f"# --8<-- [start:{section}]\n", f"# --8<-- [end:{section}]"
+            parts.append(source.split(start, 1)[1].split(end, 1)[0])
+    return "\n".join(parts)
+
+
+def test_the_pages_blocks_copied_in_order_define_before_use(tmp_path):
+    # review 2026-11-27 mod-02: the collapsed benchmark block came before the
+    # blocks that define add and add_ref, and the copied program stopped
+    import importlib.util
+
+    path = tmp_path / "page_04_program.py"
+    path.write_text(_page_program("gpu-architecture/04-gpu-profiling.md"))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # module level only: main() is not called
+    assert module.BENCHMARKS[0]["triton"] is module.add
+    assert callable(module.main)
+
+
+def _page(path: str) -> str:
+    from conftest import REPO_ROOT
+
+    text = (REPO_ROOT / "docs" / path).read_text(encoding="utf-8")
+    return " ".join(text.split())  # one line: phrases may wrap
+
+
+def test_lesson_04_keeps_vendor_figures_apart_from_measurements():
+    # review 2026-11-27 mod-12: "Every number on this page was measured" with
+    # NVIDIA's L2, register, shared-memory and warp-slot figures on the page
+    page = _page("gpu-architecture/04-gpu-profiling.md")
+    assert "Every number on this page" not in page
+    assert "Every time and rate on this page was measured" in page
+    for figure in (
+        "50 MB on an H100, by NVIDIA's figures",
+        "64 on an H100, NVIDIA's figure",
+        "by NVIDIA's figures an H100 SM has 65 536 registers",
+    ):
+        assert figure in page, figure
+    index = _page("gpu-architecture/index.md")
+    assert "each speed it quotes was measured" not in index
+    assert "the vendor's or the authors', not measurements" in index
+
+
+def test_lesson_04_does_not_say_the_bias_gelu_time_is_set_by_its_bytes():
+    # review 2026-11-27 mod-14: tens of instructions per element (a remainder,
+    # an exponential, a division); nothing measured says bytes alone set it
+    page = _page("gpu-architecture/04-gpu-profiling.md")
+    assert "do a few operations per element" not in page
+    assert "not their arithmetic, set their time" not in page
+    assert "Whether its bytes or its instructions set its time" in page
 
 
 # ------------------------------------------------------------ GPU only ---

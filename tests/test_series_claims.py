@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -174,6 +175,14 @@ def test_the_minimum_k_of_a_dot_depends_on_the_operand_width():
         in text_flat
     )
     assert "for tiles of 64 rows or more" in text
+    # ser1-12 (2026-11-27): the checker compiles with the installed Triton
+    # only, so the pages name the version difference the learner can meet
+    index = _page("triton-series/index.md")
+    assert "compiles your kernels for sm_90 on the CPU with the Triton you have" in (
+        index
+    )
+    assert "triton 3.6 refuses a float32 `tl.dot` whose K is below 16" in index
+    assert "keep `BLOCK_K` at 16 or more for float32" in text_flat
 
 
 def test_fp32_accumulation_is_not_claimed_free_on_every_gpu():
@@ -440,7 +449,18 @@ def test_the_checker_prose_says_what_it_compares_and_what_it_cannot_see():
     # index review #2: the checker compares stored values with the result
     page = _page("triton-series/index.md")
     assert "must still hold the value that store left" in page
-    assert "What it cannot see" in page
+    # ser1-08 (2026-11-27): values alone cannot tell a copy from a kernel
+    # that computes; the series' checkers look at what the kernels read
+    assert "Values alone cannot tell a kernel that computes from one" in page
+    assert "copied into the output by a kernel fails" in page
+    from triton_course.exercises import registry
+
+    for name in ("axpy", "matmul_bias_relu", "softmax_temperature"):
+        source = (REPO_ROOT / "triton_course" / "exercises" / f"{name}.py").read_text(
+            encoding="utf-8"
+        )
+        assert "foreign_loads(" in source, name
+        assert registry()[name].inspect is not None, name
 
 
 @pytest.mark.skipif(DEVICE != "cpu", reason="program order is the interpreter's")
@@ -471,7 +491,7 @@ def test_the_vector_addition_exercises_say_what_the_checker_demands():
     # vector-addition review #2/#3: strided inputs, constexpr a, who picks sizes
     page = _page("triton-series/vector-addition.md")
     assert "For a non-contiguous `x` or `y`, compute the right answer or raise" in page
-    assert "fails an `a` passed as a `tl.constexpr`" in page
+    assert "It fails an `a` that reaches the kernel as a `tl.constexpr`" in page
     assert "for the mask test your function picks the size and dtype" in page
     from triton_course.exercises import registry
 
@@ -479,6 +499,27 @@ def test_the_vector_addition_exercises_say_what_the_checker_demands():
     assert "raise a ValueError" in axpy.task
     assert any(case.get("strided") for case in axpy.cases)
     assert axpy.inspect is not None
+    # ser1-05, -07, -09 (2026-11-27): a length past any small fixed grid, a
+    # length seen again with new data, and one length with two values of a
+    plain = [c for c in axpy.cases if not c.get("strided")]
+    assert max(c["n"] for c in plain) == 2**16 + 3
+    pairs = [(c["n"], c["a"]) for c in plain]
+    assert len(pairs) > len(set(pairs)), "no case repeats a length and a"
+    by_n: dict = {}
+    for n, a in pairs:
+        by_n.setdefault(n, set()).add(a)
+    assert any(len(values) > 1 for values in by_n.values())
+    assert "lengths up to \\(2^{16} + 3\\)" in page
+    assert "calls `axpy` twice on one length with new data" in page
+    assert "one equal to `a`, or any whose value changes when only `a` does" in page
+    assert "fails an `a` passed as a `tl.constexpr`" not in page
+    # ser1-10: a sixth add whose kernel has no mask but whose out is safe
+    from triton_course.exercises import catch_missing_mask
+
+    variants = catch_missing_mask._variants()
+    assert len(variants) == 6 and "six adds" in page
+    assert sum(not writes for _, _, writes in variants) == 3
+    assert "fails an answer read from the code or the names" in page
 
 
 _ONLINE_COLS = r"""
@@ -770,6 +811,59 @@ def test_the_vector_addition_checks_are_described_as_the_launcher_does_them():
         assert said in page, said
 
 
+def test_the_cpu_tensor_message_is_quoted_as_the_installed_triton_words_it():
+    # ser1-17 (2026-11-27): triton 3.6 names the argument's position, 3.9 not
+    import triton
+
+    nvidia = Path(triton.__file__).parent / "backends" / "nvidia"
+    source = "".join(
+        p.read_text(encoding="utf-8", errors="replace")
+        for p in (nvidia / "driver.c", nvidia / "driver.py")
+        if p.exists()
+    )
+    source = re.sub(r'"\s*"', "", source)  # C string literals split over lines
+    words = {"3.6": "Pointer argument (at %d) cannot be accessed from Triton",
+             "3.9": "Pointer argument cannot be accessed from Triton"}  # fmt: skip
+    version = ".".join(triton.__version__.split(".")[:2])
+    if version in words:
+        assert words[version] in source
+    page = _page("triton-series/vector-addition.md")
+    assert (
+        '"Pointer argument (at 0) cannot be accessed from Triton (cpu tensor?)"' in page
+    )
+    assert 'the same without "(at 0)" in 3.9' in page
+
+
+def test_pages_say_that_specialisation_also_compiles_new_versions():
+    # ser1-16 (2026-11-27): a launch compiles again when an integer or pointer
+    # argument specialises differently, not only for new types and constants
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.compiler import BaseBackend
+
+    def kind(value):
+        return native_specialize_impl(BaseBackend, value, False, True, True)
+
+    assert kind(1024) != kind(1000) and kind(1)[0] == "constexpr"
+    x = torch.empty(64)
+    assert kind(x) != kind(x[1:])  # a pointer's divisibility by 16 too
+    index = _page("triton-series/index.md")
+    assert "whether an integer or a pointer is divisible by 16" in index
+    page = _page("triton-series/vector-addition.md")
+    assert "`n_elements = 1000` after 1024 compiles a second version" in page
+    assert "later launches reuse the compiled version" not in page
+
+
+def test_the_kernels_extra_keeps_numpy_below_2_4_for_triton_3_6():
+    # ser1-11 (2026-11-27): triton 3.6's interpreter int()s a one-element
+    # array, which NumPy 2.4 refuses (every kernel with a computed loop bound)
+    import tomllib
+
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text("utf-8"))
+    kernels = project["project"]["optional-dependencies"]["kernels"]
+    assert "numpy<2.4" in kernels, kernels
+    assert "NumPy below 2.4" in _page("triton-series/index.md")
+
+
 def test_the_interpreters_bfloat16_truncation_is_on_the_pages():
     # ser1-14 (tests/test_interpreter_gaps.py shows the truncation itself)
     assert "cuts off the low bits where a GPU rounds to nearest" in _page(
@@ -811,6 +905,13 @@ def test_mlir_enable_dump_prints_the_ir_before_each_pass():
     page = _page("triton-series/index.md")
     assert "prints the IR after every compiler pass" not in page
     assert "`MLIR_ENABLE_DUMP=1` prints the IR before each MLIR pass" in page
+    # ser1-18 (2026-11-27): a stage's result is printed as the next stage's
+    # input (the TritonGPU stage opens with the Triton IR it received); only
+    # the very last pass's result is not
+    assert any("convert-triton-to-tritongpu" in p or "TritonToTritonGPU" in p
+               for p in before), before[:40]  # fmt: skip
+    assert "so the result of a pipeline's last pass is never printed" not in page
+    assert "only the result of the very last pass" in page
 
 
 def test_the_attention_grid_folds_batch_and_heads_into_one_axis():
@@ -827,6 +928,14 @@ def test_the_attention_grid_folds_batch_and_heads_into_one_axis():
     page = _page("triton-series/index.md")
     assert "attention kernels use a third for the batch and heads" not in page
     assert "every (batch, head) pair folded into the second" in page
+    # ser1-19 (2026-11-27): the dK/dV kernel's first axis is keys, and the
+    # delta kernel has a one-axis grid
+    fa = sources["flash_attention.py"]
+    dkdv = fa.split("def _attention_bwd_dkdv_kernel(")[1].split("@triton.jit")[0]
+    assert "pid_n = tl.program_id(axis=0)" in dkdv and "keys per program" in dkdv
+    assert re.search(r"_attention_bwd_delta_kernel\[\(triton\.cdiv\([^)]*\),\)\]", fa)
+    assert "(blocks of keys in the backward pass's dK/dV kernel)" in page
+    assert "the backward's small kernel over rows uses one" in page
 
 
 def test_the_home_page_names_what_needs_compute_capability_8_9():
@@ -901,3 +1010,79 @@ def test_the_tiled_gemm_notebook_points_to_the_table_that_has_its_kernels():
     }
     assert "matmul_tma" in " ".join(tables["tiled-gemm.md"])
     assert tables["01-gpu-architecture.md"] == ["gpu_basics"]
+
+
+# ------------------------------ independent review of 2026-11-27 (ser1) ---
+def test_the_gemm_page_says_which_of_its_blocks_make_the_program():
+    # ser1-02: the benchmark block (collapsed) names a kernel no block shows,
+    # and matmul.py's main block ends the script's run before the TMA part
+    raw = (SERIES / "tiled-gemm.md").read_text(encoding="utf-8")
+    lines = raw.splitlines()
+    at = next(i for i, line in enumerate(lines) if '"matmul.py:benchmark"' in line)
+    opener = next(
+        line for line in reversed(lines[:at]) if line and not line.startswith(" ")
+    )
+    assert opener.startswith("??? "), opener  # collapsed, so not in the program
+    main = (REPO_ROOT / "snippets" / "matmul.py").read_text(encoding="utf-8")
+    main = main.split("# --8<-- [start:main]")[1].split("# --8<-- [end:main]")[0]
+    assert 'if __name__ == "__main__":' in main
+    page = _page("triton-series/tiled-gemm.md")
+    assert "The Python blocks shown open on this page" in page
+    assert "those inside collapsed boxes" in page
+    assert "the TMA and FP8 kernels after that point are defined but not run" in page
+
+
+def test_the_gemm_page_names_the_ridge_as_the_courses_measurement():
+    # ser1-13: the ridge rendered is the runner's two probes, not the H100's
+    page = _page("triton-series/tiled-gemm.md")
+    assert "as the course measures it ([[ridge gpu=h100 above=85]]" in page
+    assert "matmul probe over its copy probe" in page
+
+
+def test_tf32_truncation_is_compared_with_float32s_own_rounding():
+    # ser1-15: float32 rounds to nearest, at most half its spacing 2**-23
+    import numpy as np
+
+    eps = float(np.finfo(np.float32).eps)
+    assert eps == 2.0**-23
+    x = np.float32(1.0) + np.float32(eps / 2) * np.float32(0.999)
+    assert x == np.float32(1.0)  # below half a spacing: rounded away
+    page = _page("triton-series/tiled-gemm.md")
+    assert "2^{-10} / 2^{-24} = 2^{14} \\approx 16\\,000" in page
+    assert "2^{13} \\approx 8000" not in page
+
+
+def test_a_row_major_wave_spans_whole_row_bands_of_c():
+    # ser1-14: tiles_n = 4096 / 256 = 16, so a wave covers several row bands
+    mod = load_snippet("matmul")
+    first = mod.CONFIGS[0].kwargs
+    assert (first["BLOCK_M"], first["BLOCK_N"]) == (128, 256)
+    page = _page("triton-series/tiled-gemm.md")
+    assert f"a row band of a 4096³ product is {4096 // first['BLOCK_N']} tiles" in page
+    assert "sends the first wave of programs along one row band of C" not in page
+    assert "covers a near-square block of C" not in page
+    assert "only once A and B no longer fit in L2" not in page
+
+
+def test_grouping_is_not_concluded_from_one_run():
+    # ser1-04: what grouping bought at 8192³ differed between two H100 runs
+    page = _page("triton-series/tiled-gemm.md")
+    assert "this data does not show grouping helping at that size" not in page
+    assert "the page draws no conclusion about grouping from one run" in page
+    assert "measured effect at that size in this run" in page
+
+
+def test_the_gemm_exercise_reaches_past_fixed_grids_and_says_what_it_checks():
+    # ser1-06, -09 (2026-11-27): C past 128 both ways, a shape seen twice,
+    # and a fused kernel that stores only C and reads only its inputs
+    from triton_course.exercises import registry
+
+    mbr = registry()["matmul_bias_relu"]
+    assert max(c["M"] for c in mbr.cases) > 128 and max(c["N"] for c in mbr.cases) > 128
+    shapes = [(c["M"], c["N"], c["K"]) for c in mbr.cases if len(c) == 3]
+    assert len(shapes) > len(set(shapes)), "no plain shape comes twice"
+    assert mbr.inspect is not None
+    page = _page("triton-series/tiled-gemm.md")
+    assert "C of 130 × 136, so a grid or a tile of fixed size" in page
+    assert "a product stored to a scratch tensor for a second kernel fails" in page
+    assert "keep `BLOCK_K` at 16 or more for float32" in page

@@ -276,14 +276,36 @@ def test_bad_block_rows_is_rejected(block_rows):
 
 @pytest.mark.parametrize("launcher", LAUNCHERS, ids=LAUNCHER_IDS)
 def test_cpu_tensors_without_interpreter_are_rejected(launcher, monkeypatch):
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(sm, "_INTERPRETING", False)  # imported without it
     with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
         launcher(torch.randn(4, 8))
+
+
+# Review 2026-11-27 (ser2-12): Triton launches on the current device, so a
+# tensor on another GPU is refused with the launcher's own words.
+class _OnAnotherGpu(torch.Tensor):
+    """A CPU tensor that says it lives on cuda:1 (no GPU needed)."""
+
+    @property
+    def device(self):
+        return torch.device("cuda", 1)
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS, ids=LAUNCHER_IDS)
+def test_a_tensor_off_the_current_gpu_is_refused(launcher, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    x = torch.randn(4, 8).as_subclass(_OnAnotherGpu)
+    with pytest.raises(ValueError, match=r"on cuda:1, the current device is cuda:0"):
+        launcher(x)
 
 
 # ----------------------------------------------------- launch choices ---
 def test_num_warps_scale_with_the_block():
     assert sm._num_warps(256) == 1
+    # review 2026-11-27 (ser2-15): one warp at N = 256, so no warps to sync
+    page = " ".join((REPO_ROOT / "docs/triton-series/softmax.md").read_text().split())
+    assert "synchronising warps" not in page
+    assert "a block of 256 one warp" in page
     assert [sm._num_warps(2**k) for k in range(9, 16)] == [1, 2, 4, 8, 16, 16, 16]
 
 
@@ -420,8 +442,18 @@ def test_the_temperature_checker_has_the_cases_the_page_names():
 
     shapes = [case["shape"] for case in EXERCISE.cases]
     page = " ".join((REPO_ROOT / "docs/triton-series/softmax.md").read_text().split())
-    assert "rows longer than 4096" in page
-    assert any(cols > 4096 for _, cols in shapes)
+    # review 2026-11-27 (ser2-04, ser2-05, ser2-09): the long rows are longer
+    # than the fixed block the page names, the overflow has a case of its
+    # own, and one shape comes twice with new values
+    assert "a block fixed at 16 384 or less leaves their ends unwritten" in page
+    assert "rows of 20 000 columns" in page
+    assert any(cols == 20000 for _, cols in shapes)
+    overflow = [c for c in EXERCISE.cases if c.get("scale", 1.0) / c["T"] > 100]
+    assert overflow and all(c["shape"][1] <= 4096 for c in overflow)
+    assert any(c.get("again") for c in EXERCISE.cases)
+    again = [c["shape"] for c in EXERCISE.cases if c.get("again")]
+    assert all(shapes.count(shape) == 2 for shape in again)
+    assert "one shape called twice with new values" in page
     assert "more rows than columns" in page
     assert any(rows > cols > 0 for rows, cols in shapes)
     # ser2-05: the GPU target compares on the same input, not with the table
@@ -478,3 +510,125 @@ def test_the_copy_is_named_as_the_probe_not_the_fastest_transfer():
     # ser2-13: the runner tries to hide the launch, and says where it did not
     assert "The runner's GPU time leaves out Python's launch path" not in page
     assert "`launch_hidden` in the data file" in page
+
+
+# Review 2026-11-27 (ser2-10, ser2-11): a row index times a row stride, or a
+# program id times rows per program, wraps in int32 past 2**31; each kernel
+# widens tl.program_id to int64 before it multiplies anything with it.
+PROGRAM_ID_COMPILE = r"""
+import json, re, sys
+from pathlib import Path
+from triton_course import codegen, excerpts
+
+kernels = json.loads(sys.argv[1])
+found = {}
+for path, name, sig, constexprs in kernels:
+    kernel = getattr(excerpts._load(Path(path)), name)
+    ttir = codegen.compile_kernel(kernel, 90, sig, constexprs).asm["ttir"]
+    pid = re.search(r"(%\w+) = tt.get_program_id", ttir).group(1)
+    uses = [line.split(" loc(")[0].strip() for line in ttir.splitlines()
+            if re.search(re.escape(pid) + r"\b", line) and "get_program_id" not in line]
+    found[name] = uses
+print(json.dumps(found))
+"""
+
+
+def program_id_uses(*kernels) -> dict:
+    """The TTIR lines (sm_90) that use each kernel's tl.program_id value."""
+    import json
+
+    return compile_in_subprocess(PROGRAM_ID_COMPILE, json.dumps(kernels), timeout=300)
+
+
+def test_program_ids_are_widened_to_int64_before_any_product():
+    rows_sig = {"x_ptr": "*fp16", "out_ptr": "*fp16", "n_rows": "i64",
+                "n_cols": "i32", "x_row_stride": "i32", "out_row_stride": "i32",
+                "BLOCK_ROWS": "constexpr", "BLOCK_SIZE": "constexpr"}  # fmt: skip
+    temperature_sig = {"x_ptr": "*fp16", "out_ptr": "*fp16", "n_cols": "i32",
+                       "row_stride": "i32", "inv_temperature": "fp32",
+                       "BLOCK_SIZE": "constexpr"}  # fmt: skip
+    logsumexp_sig = {"x_ptr": "*fp16", "out_ptr": "*fp16", "n_cols": "i32",
+                     "row_stride": "i32", "col_stride": "i32",
+                     "BLOCK_SIZE": "constexpr"}  # fmt: skip
+    uses = program_id_uses(
+        ["snippets/softmax.py", "softmax_rows_kernel", rows_sig,
+         {"BLOCK_ROWS": 4096, "BLOCK_SIZE": 1}],
+        ["exercises/solutions/softmax_temperature.py", "softmax_temperature_kernel",
+         temperature_sig, {"BLOCK_SIZE": 1024}],
+        ["exercises/solutions/online_logsumexp.py", "logsumexp_kernel",
+         logsumexp_sig, {"BLOCK_SIZE": 1024}],
+    )  # fmt: skip
+    assert len(uses) == 3
+    for name, lines in uses.items():
+        assert lines, name
+        assert all("arith.extsi" in line and "i64" in line for line in lines), (
+            name,
+            lines,
+        )
+
+
+# Review 2026-11-27 (ser2-13, ser2-14): what the page says of x.to(tl.float32)
+# and of a masked load without other=, compiled for sm_90.
+LANE_FACTS_COMPILE = r"""
+import json
+import triton
+import triton.language as tl
+from triton_course import codegen
+
+
+@triton.jit
+def exp_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.exp(tl.load(x_ptr + offs)))
+
+
+@triton.jit
+def no_other_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n))
+
+
+facts = {"triton": triton.__version__}
+for dtype in ("fp16", "bf16"):
+    try:
+        codegen.compile_kernel(exp_kernel, 90, {"x_ptr": f"*{dtype}",
+            "y_ptr": f"*{dtype}", "BLOCK": "constexpr"}, {"BLOCK": 128})
+        facts[dtype] = "compiled"
+    except Exception as error:
+        facts[dtype] = str(error)
+ptx = codegen.compile_kernel(no_other_kernel, 90, {"x_ptr": "*fp32",
+    "y_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 128},
+    num_warps=4).asm["ptx"]
+facts["ptx"] = [line.strip() for line in ptx.splitlines()
+                if "ld.global" in line or "mov.u32" in line]
+print(json.dumps(facts))
+"""
+
+
+def test_exp_refuses_half_precision_and_unmasked_lanes_load_zero(tmp_path):
+    script = tmp_path / "lane_facts.py"
+    script.write_text(LANE_FACTS_COMPILE)
+    facts = compile_in_subprocess(script, timeout=300)
+    for dtype in ("fp16", "bf16"):
+        assert f"Expected dtype ['fp32', 'fp64'] but got {dtype}" in facts[dtype]
+    # the register is zeroed, then the load is predicated on the mask
+    ld = next(i for i, line in enumerate(facts["ptx"]) if "ld.global" in line)
+    register = re.search(r"\{ (%r\d+) \}", facts["ptx"][ld]).group(1)
+    assert facts["ptx"][ld].startswith("@")
+    assert f"mov.u32 {register}, 0x0;" in facts["ptx"][:ld]
+    page = " ".join((REPO_ROOT / "docs/triton-series/softmax.md").read_text().split())
+    assert "triton 3.6 and 3.9 in fact fill them with zeros" in page
+    assert "loses about three significant digits" not in page
+
+
+def test_the_page_says_which_reference_each_check_uses():
+    # review 2026-11-27 (ser2-01): the exercise's checker compares with
+    # float64 torch.softmax, not with the page's softmax_ref
+    import inspect
+
+    from triton_course.exercises import softmax_temperature
+
+    assert "x.double()" in inspect.getsource(softmax_temperature.reference)
+    page = " ".join((REPO_ROOT / "docs/triton-series/softmax.md").read_text().split())
+    assert "The tests, and the checker of the exercise below, compare with" in page
+    assert "the exercises and the notebook use computes" not in page

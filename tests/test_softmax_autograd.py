@@ -358,7 +358,7 @@ def test_bad_input_is_rejected(call, error, message):
 
 
 def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(sm, "_INTERPRETING", False)  # imported without it
     with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
         sm.softmax_fwd(torch.randn(2, 3))
 
@@ -367,3 +367,56 @@ def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
 def test_mixed_devices_are_rejected():
     with pytest.raises(ValueError, match="is on"):
         sm.softmax_bwd(torch.randn(2, 3, device="cuda"), torch.randn(2, 3))
+
+
+# review 2026-11-27 l03-02: an out that overlaps an input, shifted by a row, makes one
+# program overwrite rows another has yet to read; out=x itself is safe
+def test_an_out_overlapping_an_input_is_refused(seeded):
+    buf = torch.randn(9, 16, device=DEVICE)
+    with pytest.raises(ValueError, match="out must be x itself or share no memory"):
+        sm.softmax_fwd(buf[:8], out=buf[1:9])
+    y = torch.softmax(torch.randn(8, 16, device=DEVICE), dim=-1)
+    dy_buf = torch.randn(9, 16, device=DEVICE)
+    with pytest.raises(ValueError, match="out must be dy itself or share no"):
+        sm.softmax_bwd(y, dy_buf[:8], out=dy_buf[1:9])
+    y_buf = torch.empty(9, 16, device=DEVICE)
+    y_buf[:8] = y
+    with pytest.raises(ValueError, match="out must be y itself or share no"):
+        sm.softmax_bwd(y_buf[:8], dy_buf[1:9], out=y_buf[1:9])
+    # in place: out is the input itself
+    x = torch.randn(8, 16, device=DEVICE)
+    want = torch.softmax(x.double(), dim=-1)
+    assert sm.softmax_fwd(x, out=x) is x
+    assert_close(x, want)
+
+
+@pytest.mark.parametrize("direction", ["fwd", "bwd"])
+def test_the_launch_runs_on_the_inputs_device(direction, monkeypatch):
+    # review 2026-11-27 l03-03: Triton launches on the current GPU; the launcher makes
+    # it the inputs' one (tests/test_fused_mlp_tail.py checks two real GPUs)
+    seen = []
+    real_on = sm._on
+
+    def on(device):
+        seen.append(device)
+        return real_on(device)
+
+    monkeypatch.setattr(sm, "_on", on)
+    x = torch.randn(4, 8, device=DEVICE)
+    if direction == "fwd":
+        sm.softmax_fwd(x)
+    else:
+        sm.softmax_bwd(torch.softmax(x, -1), x)
+    assert seen == [x.device]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_tensors_on_a_second_gpu_run_there(seeded):
+    x = torch.randn(33, 129, device="cuda:1")
+    with torch.cuda.device(0):
+        y = sm.softmax_fwd(x)
+        dx = sm.softmax_bwd(y, x)
+    torch.cuda.synchronize(1)
+    assert_close(y, torch.softmax(x, dim=-1))
+    assert_close(dx, sm.softmax_bwd_ref(y, x).to(x.dtype))

@@ -50,9 +50,26 @@ def test_bad_input_is_rejected_before_any_framework_import(name, make, error, me
 
 
 def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(fw, "_INTERPRETING", False)  # imported without it
     with pytest.raises(ValueError, match="CUDA GPU"):
         fw.add_triton(torch.ones(4), torch.ones(4))
+
+
+# Review 2026-11-27 (ser2-12): Triton launches on the current device, so
+# tensors on another GPU are refused before any version runs.
+class _OnAnotherGpu(torch.Tensor):
+    """A CPU tensor that says it lives on cuda:1 (no GPU needed)."""
+
+    @property
+    def device(self):
+        return torch.device("cuda", 1)
+
+
+def test_tensors_off_the_current_gpu_are_refused(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    x, y = (torch.randn(8).as_subclass(_OnAnotherGpu) for _ in range(2))
+    with pytest.raises(ValueError, match=r"on cuda:1, the current device is cuda:0"):
+        fw.check_inputs(x, y)
 
 
 def test_frameworks_are_imported_lazily():
@@ -98,3 +115,25 @@ def test_frameworks_share_memory_without_copies():
     x = torch.arange(8, dtype=torch.float32, device="cuda")
     assert cp.from_dlpack(x).data.ptr == x.data_ptr()
     assert cuda.as_cuda_array(x).device_ctypes_pointer.value == x.data_ptr()
+
+
+def test_the_pages_sections_in_page_order_run():
+    # Review 2026-11-27 (ser2-18): the sections triton-at-a-glance embeds,
+    # collapsed ones included, copied in page order, define what they use
+    # (the benchmark's peers name add_ref).
+    import re
+
+    from conftest import REPO_ROOT
+
+    page = (REPO_ROOT / "docs/reference/triton-at-a-glance.md").read_text()
+    names = re.findall(r'--8<-- "vector_add_frameworks\.py:(\w+)"', page)
+    source = (SNIPPETS / "vector_add_frameworks.py").read_text()
+
+    def section(name):
+        start = source.index(f"# --8<-- [start:{name}]\n")
+        return source[start : source.index(f"# --8<-- [end:{name}]")]
+
+    assert "reference" in names and names.index("reference") < names.index("benchmark")
+    namespace = {"__name__": "page_program"}
+    exec(compile("\n".join(map(section, names)), "page", "exec"), namespace)
+    assert namespace["BENCHMARK"]["peers"]["PyTorch eager"] is namespace["add_ref"]

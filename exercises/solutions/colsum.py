@@ -12,14 +12,14 @@ def colsum_kernel(
 ):  # fmt: skip
     # each program owns BLOCK_N adjacent columns and walks down all the rows:
     # the lanes of a tile row read adjacent elements (coalesced)
-    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    cols = (tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
     col_mask = cols < n_cols
     rows = tl.arange(0, BLOCK_M)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for start in range(0, n_rows, BLOCK_M):
         r = start + rows
         mask = (r[:, None] < n_rows) & col_mask[None, :]
-        # int64 row offsets: rows * stride may pass 2**31 - 1 elements
+        # int64 (cols too): either product may pass 2**31 - 1 elements
         offsets = r.to(tl.int64)[:, None] * stride_row + cols[None, :] * stride_col
         x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
         acc += x.to(tl.float32)
@@ -28,8 +28,8 @@ def colsum_kernel(
 
 
 def colsum(x: torch.Tensor) -> torch.Tensor:
-    if x.ndim != 2:
-        raise ValueError("x must be a 2-D tensor")
+    if x.ndim != 2 or x.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        raise ValueError(f"x must be 2-D float32, float16 or bfloat16: {x.dtype}")
     n_rows, n_cols = x.shape
     out = torch.empty(n_cols, dtype=x.dtype, device=x.device)
     if n_cols:

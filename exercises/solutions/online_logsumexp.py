@@ -9,14 +9,14 @@ import triton.language as tl
 def logsumexp_kernel(
     x_ptr, out_ptr, n_cols, row_stride, col_stride, BLOCK_SIZE: tl.constexpr
 ):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)  # row * row_stride may pass 2**31
     # Running maximum m and sum s of exp(x - m), per lane. A lane that has seen
     # only -inf keeps m = -inf, and exp(-inf - -inf) would be NaN: shift by 0
     # instead there (its terms are exp(-inf) = 0 either way).
     m = tl.full((BLOCK_SIZE,), -float("inf"), dtype=tl.float32)
     s = tl.zeros((BLOCK_SIZE,), dtype=tl.float32)
     for start in range(0, n_cols, BLOCK_SIZE):
-        cols = start + tl.arange(0, BLOCK_SIZE)
+        cols = start + tl.arange(0, BLOCK_SIZE).to(tl.int64)  # so is cols * col_stride
         x = tl.load(
             x_ptr + row * row_stride + cols * col_stride,
             mask=cols < n_cols,

@@ -9,7 +9,7 @@ import triton.language as tl
 def softmax_temperature_kernel(
     x_ptr, out_ptr, n_cols, row_stride, inv_temperature, BLOCK_SIZE: tl.constexpr
 ):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)  # row * row_stride may pass 2**31
     cols = tl.arange(0, BLOCK_SIZE)
     mask = cols < n_cols
     x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=-float("inf"))

@@ -59,6 +59,21 @@ def _check(name: str, attempt: Path, timeout: float) -> int:
     return done.returncode
 
 
+def _speed(name: str, attempt: Path) -> int:
+    """After every case passed: on a CUDA GPU, time the attempt against the
+    course's solution (_speed.py) and print the verdict; elsewhere nothing.
+    Its own process, without TRITON_INTERPRET (the check ran under it).
+    1 when a timed call's output was wrong (refused), else 0."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")])
+    )
+    command = [sys.executable, "-m", "triton_course.exercises._speed", name,
+               str(attempt.resolve()), "--quiet-without-gpu"]  # fmt: skip
+    done = subprocess.run(command, env=env, text=True)
+    return 1 if done.returncode == 1 else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m triton_course.exercises",
@@ -70,6 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("name")
     check.add_argument("attempt", type=Path)
     check.add_argument("--timeout", type=float, default=120, help="seconds (120)")
+    check.add_argument(
+        "--no-speed",
+        action="store_true",
+        help="skip the speed verdict that follows a pass on a CUDA GPU",
+    )
     run = sub.add_parser("_run")  # internal: the checking subprocess
     run.add_argument("name")
     run.add_argument("attempt", type=Path)
@@ -77,7 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "list":
         return _list()
     if args.command == "check":
-        return _check(args.name, args.attempt, args.timeout)
+        status = _check(args.name, args.attempt, args.timeout)
+        if status == 0 and not args.no_speed:
+            status = _speed(args.name, args.attempt)
+        return status
     from ._check import check as run_check  # imports torch: only in the subprocess
 
     return run_check(registry()[args.name], args.attempt)

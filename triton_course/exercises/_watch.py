@@ -55,6 +55,8 @@ class Launch:
     values: list[np.ndarray] = dataclasses.field(default_factory=list)
     loaded: list[np.ndarray] = dataclasses.field(default_factory=list)
     load_sizes: list[int] = dataclasses.field(default_factory=list)  # per tl.load
+    # lanes of each tl.load's block, masked-off ones included (its tile size)
+    load_lanes: list[int] = dataclasses.field(default_factory=list)
     load_itemsizes: list[int] = dataclasses.field(default_factory=list)
     constexprs: dict = dataclasses.field(default_factory=dict)
     # Triton's type of every other argument ("*fp16", "i32", "fp32"), for
@@ -119,6 +121,16 @@ class Watch:
         return torch.from_numpy(np.asarray(written, dtype=bool)).reshape(tensor.shape)
 
     @staticmethod
+    def loaded(tensor: torch.Tensor, launches: list[Launch]) -> torch.Tensor:
+        """Bool tensor like ``tensor``: which elements a load of ``launches``
+        read (by address)."""
+        chunks = [a for launch in launches for a in launch.loaded]
+        if not chunks:
+            return torch.zeros(tensor.shape, dtype=torch.bool)
+        read = np.isin(Watch.addresses(tensor), np.concatenate(chunks))
+        return torch.from_numpy(np.asarray(read, dtype=bool)).reshape(tensor.shape)
+
+    @staticmethod
     def addresses(tensor: torch.Tensor) -> np.ndarray:
         """The byte address of every element of ``tensor``, in its shape."""
         offsets = np.zeros((), dtype=np.int64)
@@ -138,21 +150,41 @@ class Watch:
         if not chunks or tensor.numel() == 0:
             return torch.zeros(shape, dtype=torch.bool)
         where = np.concatenate(chunks)
-        bits = np.concatenate([v for launch in launches for v in launch.values])
+        # Launches may store tensors of several dtypes (a float32 scratch and
+        # a float16 result): widen every value to 64 bits, and keep its size.
+        values = [v for launch in launches for v in launch.values]
+        bits = np.concatenate([v.astype(np.uint64) for v in values])
+        sizes = np.concatenate([np.full(v.size, v.itemsize, np.int8) for v in values])
         # the last store to each address wins: unique over the reversed order
         unique, first = np.unique(where[::-1], return_index=True)
-        last = bits[::-1][first]
+        last, last_size = bits[::-1][first], sizes[::-1][first]
         addresses = Watch.addresses(tensor).ravel()
         pos = np.minimum(np.searchsorted(unique, addresses), len(unique) - 1)
         found = unique[pos] == addresses
         unsigned = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-        now = tensor.detach().cpu().view(unsigned[tensor.element_size()]).numpy()
-        now = now.ravel().view(last.dtype) if now.size else now.ravel()
-        if now.dtype.itemsize != last.dtype.itemsize:
-            changed = found  # stored with another element size: not the same
-        else:
-            changed = found & (now != last[pos])
+        as_numpy = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+        size = tensor.element_size()
+        now = tensor.detach().cpu().view(unsigned[size]).numpy().ravel()
+        now = now.view(as_numpy[size]).astype(np.uint64)
+        # stored with another element size: not the value now there
+        changed = found & ((last_size[pos] != size) | (now != last[pos]))
         return torch.from_numpy(np.asarray(changed, dtype=bool)).reshape(shape)
+
+    @staticmethod
+    def foreign_loads(launches: list[Launch], *inputs: torch.Tensor) -> int:
+        """How many distinct elements the loads of ``launches`` read that are
+        neither elements of ``inputs`` nor written by a store of ``launches``:
+        memory that PyTorch filled (a copy of an input such as ``x / T`` or
+        ``x.clone()``, a result computed in PyTorch and copied by a kernel)."""
+        loaded = [a for launch in launches for a in launch.loaded]
+        if not loaded:
+            return 0
+        read = np.unique(np.concatenate(loaded))
+        known = [Watch.addresses(t).ravel() for t in inputs if t.numel()]
+        known += [a for launch in launches for a in launch.stored]
+        if known:
+            read = read[~np.isin(read, np.concatenate(known))]
+        return int(read.size)
 
 
 def _spans(names, values) -> list[tuple[int, int, str]]:
@@ -317,6 +349,7 @@ def install() -> None:
         if addresses is not None:
             _launch.loaded.append(addresses)
             _launch.load_sizes.append(int(addresses.size))
+            _launch.load_lanes.append(int(np.asarray(ptrs.data).size))
             _launch.load_itemsizes.append(_itemsize(ptrs))
             element = ptrs.get_element_ty()
             if other is None and element.is_floating():

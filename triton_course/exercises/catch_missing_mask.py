@@ -9,8 +9,11 @@ n is a multiple of 8, such as 1000), and a mask that lets one element too many
 through. All are presented alike (a function named ``add``), and the detector
 must actually run each one: its answer has to come from what ``add`` wrote.
 The checker watches every call: a True is accepted only when some call of
-``add`` did write past the end of the ``out`` it was given, so an answer
-guessed from anything else (the function's closure, say) fails.
+``add`` did write past the end of the ``out`` it was given. And one variant
+runs the unmasked kernel into a padded scratch buffer of its own and copies
+the first n elements to ``out``: its code and its closure say "unmasked", but
+it never writes past the end of ``out``, so a detector that answers from the
+code or the closure instead of the memory fails there.
 """
 
 from . import REPO_ROOT, Exercise
@@ -59,6 +62,24 @@ def _variants():
     def course_block8(x, y, out=None):
         return course.vector_add(x, y, out, block_size=8)
 
+    store_unmasked = _broken_adds.store_unmasked
+
+    def store_unmasked_into_padded_scratch(x, y, out=None):
+        # The unmasked kernel, given inputs and an output padded to whole
+        # 1024-element blocks: its stray stores land in the scratch, and only
+        # the first n elements reach out. Right, though its code is not.
+        import torch
+
+        n = x.numel()
+        padded = -(-n // 1024) * 1024
+        xs, ys = torch.zeros(padded, dtype=x.dtype), torch.zeros(padded, dtype=y.dtype)
+        xs[:n], ys[:n] = x, y
+        scratch = store_unmasked(xs, ys, out=torch.empty_like(xs))
+        if out is None:
+            return scratch[:n].clone()
+        out.copy_(scratch[:n])
+        return out
+
     return [
         ("a vector_add whose tl.store has no mask", _broken_adds.store_unmasked, True),
         ("the course's vector_add (correct)", course.vector_add, False),
@@ -71,6 +92,12 @@ def _variants():
         (
             "the course's vector_add with 8-element blocks (correct)",
             course_block8,
+            False,
+        ),
+        (
+            "the unmasked kernel run on a scratch of whole blocks, then copied "
+            "to out (correct: nothing lands past the end of out)",
+            store_unmasked_into_padded_scratch,
             False,
         ),
     ]
@@ -150,6 +177,9 @@ EXERCISE = Exercise(
     "memory that belongs to another tensor.",
     custom=check_detector,
     hints={
+        "stays inside out": "answer from what add left in memory past the end "
+        "of out, not from its code or its name: a function may hold an unmasked "
+        "kernel and still keep its stray stores away from out.",
         "writes past the end": "choose n so that the last block is ragged for "
         "any block size (an odd n such as 1001: 1000 is a multiple of 8) and "
         "check every guard element, including the first one after out.",

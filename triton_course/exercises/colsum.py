@@ -45,7 +45,15 @@ def inspect(case, args, result, launches):
             "your kernel: it must read x itself (not a copy made in PyTorch, "
             "such as x.t().contiguous()), each element exactly once"
         )
+    advice = (
+        "Give each program a block of adjacent columns and walk down the rows "
+        "in tiles, so that neighbouring lanes read neighbouring elements of a "
+        "row."
+    )
+    first, last = mine.min(), mine.max()
+    shared = np.unique(mine // np.uint64(32)).size < mine.size  # x's values share
     for launch in launches:
+        values = reads = 0  # x's values loaded; 32-byte sectors each load touched
         for addresses, size in zip(launch.loaded, launch.load_itemsizes, strict=True):
             sectors = np.unique(addresses // np.uint64(32)).size
             if addresses.size >= WALK and sectors == addresses.size:
@@ -53,11 +61,24 @@ def inspect(case, args, result, launches):
                     f"a tl.load of {launch.kernel} read {addresses.size} elements "
                     f"from {sectors} different 32-byte sectors, one each: the "
                     f"memory moves 32 bytes for every {size}-byte value (lesson "
-                    "01's strided copy). Give each program a block of adjacent "
-                    "columns and walk down the rows in tiles, so that "
-                    "neighbouring lanes read neighbouring elements of a row."
+                    "01's strided copy). " + advice
                 )
                 return problems
+            of_x = addresses[(addresses >= first) & (addresses <= last)]
+            values += of_x.size
+            reads += np.unique(of_x // np.uint64(32)).size
+        # A load of one value (or of a few, each in its own sector) is as bad:
+        # a program walking down its column one scalar at a time (review
+        # 2026-11-27 mod-03) moves a whole sector for every value.
+        if shared and values > 1 and reads == values:
+            problems.append(
+                f"the tl.loads of {launch.kernel} read {values} values of x "
+                f"in {reads} reads of 32-byte sectors, one per value, although "
+                "neighbouring values of x share a sector: the memory moves 32 "
+                "bytes for every value (a program per column, one row at a "
+                "time?). " + advice
+            )
+            return problems
     return problems
 
 
@@ -78,6 +99,10 @@ EXERCISE = Exercise(
     cases=[
         {"shape": (1, 1)},
         {"shape": (3, 7)},
+        # the same shape again, new values: a result kept from an earlier call
+        # (a cache by shape) fails
+        {"shape": (3, 7), "new_values": True},
+        {"shape": (2053, 5)},  # more rows than a loop hard-coded to 1024 or 2048
         {"shape": (40, 3)},  # rows of 12 bytes: few columns, many rows
         {"shape": (5, 300)},  # more columns than rows
         {"shape": (300, 70)},
@@ -90,7 +115,7 @@ EXERCISE = Exercise(
     make_inputs=make_inputs,
     reference=reference,
     inspect=inspect,
-    # sums of up to 1000 values of about 1: float32 keeps them to ~1e-5
+    # sums of up to 2053 values of about 1: float32 keeps them to ~1e-5
     tolerances={
         "float32": {"atol": 1e-4, "rtol": 1e-5},
         "float16": {"atol": 2e-3, "rtol": 2e-3},

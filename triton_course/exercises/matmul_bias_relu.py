@@ -29,6 +29,39 @@ def reference(a, b, bias):
     return torch.relu(a.double() @ b.double() + bias.double())
 
 
+def inspect(case, args, result, launches):
+    """Fused and computed from the inputs: the kernels store nothing but the
+    result (no scratch product written and read again by a second kernel),
+    and read nothing that PyTorch made (a product computed by torch, copied)."""
+    import numpy as np
+
+    from ._watch import Watch
+
+    if not launches or result.numel() == 0:
+        return []
+    stored = [chunk for launch in launches for chunk in launch.stored]
+    if stored:
+        outside = np.setdiff1d(
+            np.concatenate(stored), Watch.addresses(result).ravel()
+        ).size
+        if outside:
+            return [
+                f"your kernels stored {outside} element(s) outside the result "
+                "(a product kept in a scratch tensor for a second kernel?): "
+                "the exercise asks for one kernel that adds the bias and "
+                "applies the ReLU to its accumulator and stores C once"
+            ]
+    foreign = Watch.foreign_loads(launches, *args)
+    if foreign:
+        return [
+            f"your kernels read {foreign} element(s) of memory that is neither "
+            "a, b nor bias, nor written by them: a tensor made in PyTorch (the "
+            "product computed by torch and copied?). The exercise asks your "
+            "kernel to compute relu(a @ b + bias) from a, b and bias"
+        ]
+    return []
+
+
 EXERCISE = Exercise(
     name="matmul_bias_relu",
     title="Matmul with fused bias and ReLU",
@@ -59,11 +92,17 @@ EXERCISE = Exercise(
         {"M": 8, "N": 16, "K": 128, "cancel": True},  # float32 accumulator
         {"M": 64, "N": 64, "K": 64},
         {"M": 100, "N": 70, "K": 130},
+        # the shape of an earlier case, new data: a kept answer fails
+        {"M": 17, "N": 33, "K": 65},
+        # rows and columns past 128: a grid or tile of fixed size leaves C's
+        # far rows or columns unwritten (last: the slowest case)
+        {"M": 130, "N": 136, "K": 16},
     ],
     refusal_ok=False,  # the task says any strides
     dtypes=("float32", "float16"),
     make_inputs=make_inputs,
     reference=reference,
+    inspect=inspect,
     # Sums of K products: the error grows with K; float16 output rounds at 2**-11.
     tolerances={
         "float32": {"atol": 1e-4, "rtol": 1e-4},
@@ -78,8 +117,13 @@ EXERCISE = Exercise(
         "tl.dot accumulated in": "start the accumulator from tl.zeros(..., "
         "dtype=tl.float32) (not from the bias loaded in the input dtype, nor "
         "with out_dtype=tl.float16), and add the bias after the loop.",
-        "NaN where": "tiles along the edges run past M, N or K: mask the loads "
-        "with other=0.0 so the extra products add nothing, and mask the store.",
+        "NaN where": "NaN is what was never written, or what a masked-off load "
+        "let in: give every tile of C a program, and as tiles along the edges "
+        "run past M, N or K, mask the loads with other=0.0 so the extra products "
+        "add nothing, and mask the store.",
+        "only:M=130": "only the largest C failed: compute the grid from M and "
+        "N (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N)) rather than "
+        "fixing it, so that every tile of C has a program.",
         "only:strided": "pass a.stride(0), a.stride(1), b.stride(0), b.stride(1) "
         "and bias.stride(0) to the kernel and use them in every address: these "
         "inputs are views of every second column of larger tensors.",
