@@ -119,21 +119,24 @@ def _prune_configs(configs, named_args, **kwargs):
     return kept or [triton.Config({"ROWS": 1}, num_warps=4)]
 
 
-def _autotuned(kernel):
+def _autotuned(kernel, output):
     # The autotuner wraps the plain @triton.jit kernel instead of decorating
     # it, so the CPU tests (where autotuning cannot run: it needs a GPU driver
     # to time configs) can still launch the kernel itself with a fixed config.
     # Each autotuner gets its own copy of the list: Triton keeps the list it is
     # given, and torch.compile refuses one list reached through two autotuners.
+    # restore_value: tuning runs the kernel many times; with out the input
+    # itself (in place), each run would start from the last one's result.
     return triton.autotune(
         configs=list(_CONFIGS),
         key=["n_cols"],  # re-tune per row length (and, implicitly, per dtype)
         prune_configs_by={"early_config_prune": _prune_configs},
+        restore_value=[output],
     )(kernel)
 
 
-_softmax_fwd_autotuned = _autotuned(_softmax_fwd_kernel)
-_softmax_bwd_autotuned = _autotuned(_softmax_bwd_kernel)
+_softmax_fwd_autotuned = _autotuned(_softmax_fwd_kernel, "y_ptr")
+_softmax_bwd_autotuned = _autotuned(_softmax_bwd_kernel, "dx_ptr")
 # --8<-- [end:autotune]
 
 

@@ -345,6 +345,7 @@ def test_a_result_autograd_cannot_differentiate_is_refused():
     assert "no tensor with a grad_fn" in result.refused
 
 
+@pytest.mark.skipif(HAS_GPU, reason="the interpreter's CPU tensors: CPU machines")
 @pytest.mark.parametrize("name", ["axpy", "colsum"])
 def test_the_solution_and_the_slow_attempt_pass_under_the_interpreter(name):
     """The real files, loaded as the command line loads them (the interpreter

@@ -82,7 +82,9 @@ def test_mask_does_not_repeat_across_rows_or_groups():
     assert len({tuple(c.tolist()) for c in keep.t()}) == 203
 
 
-@triton.jit
+# row not specialised: a row of 1 would become a constant, which has no .to()
+# (in the kernel it is tl.program_id, a tensor)
+@triton.jit(do_not_specialize=["row"])
 def _one_block_of_a_row(keep_ptr, row, n_cols, p, seed, BLOCK_SIZE: tl.constexpr):
     keep = fm._keep_mask(seed, row, 0, n_cols, p, BLOCK_SIZE)
     tl.store(keep_ptr + tl.arange(0, BLOCK_SIZE), keep.to(tl.uint8))

@@ -117,7 +117,7 @@ def test_frameworks_share_memory_without_copies():
     assert cuda.as_cuda_array(x).device_ctypes_pointer.value == x.data_ptr()
 
 
-def test_the_pages_sections_in_page_order_run():
+def test_the_pages_sections_in_page_order_run(tmp_path):
     # Review 2026-11-27 (ser2-18): the sections triton-at-a-glance embeds,
     # collapsed ones included, copied in page order, define what they use
     # (the benchmark's peers name add_ref).
@@ -134,6 +134,10 @@ def test_the_pages_sections_in_page_order_run():
         return source[start : source.index(f"# --8<-- [end:{name}]")]
 
     assert "reference" in names and names.index("reference") < names.index("benchmark")
-    namespace = {"__name__": "page_program"}
-    exec(compile("\n".join(map(section, names)), "page", "exec"), namespace)
+    # a file, not a string: on a GPU @triton.jit reads its kernel's source
+    program = tmp_path / "page_program.py"
+    program.write_text("\n".join(map(section, names)), encoding="utf-8")
+    import runpy
+
+    namespace = runpy.run_path(str(program), run_name="page_program")
     assert namespace["BENCHMARK"]["peers"]["PyTorch eager"] is namespace["add_ref"]

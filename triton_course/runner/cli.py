@@ -48,8 +48,12 @@ from triton_course.runner.measure import (
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Test modules the GPU run leaves out: they need tools the GPU image lacks
-# (mkdocs, Chromium, zizmor, pytest-notebook) or test the runner itself on CPU.
-GPU_SKIPPED_TESTS = ("test_runner.py", "test_runner_lanes.py", "test_workflows.py")
+# (mkdocs, Chromium, zizmor, pytest-notebook) or test the runner itself on CPU;
+# test_exercise_speed.py times kernels and allocates gigabytes, so it must not
+# share the GPU with the concurrent checks (run it alone: `pytest
+# tests/test_exercise_speed.py -m gpu`).
+GPU_SKIPPED_TESTS = ("test_runner.py", "test_runner_lanes.py", "test_workflows.py",
+                     "test_exercise_speed.py")  # fmt: skip
 # Test modules the GPU run adds to the snippets' own: every module that
 # compiles kernels for GPU targets without a GPU (triton.compile of an
 # ASTSource for a GPUTarget: directly, through conftest's compile_in_subprocess
