@@ -370,7 +370,7 @@ def test_table_recompiles_only_the_snippets_that_changed(monkeypatch):
     monkeypatch.setattr(
         support,
         "_record_in_interpreter",
-        lambda: {"launches": launches, "refusals": []},
+        lambda: {"launches": launches, "refusals": [], "inputs": digest},
     )
     monkeypatch.setattr(support, "compile_all", fake_compile)
     monkeypatch.setattr(support, "inputs_digest", lambda: digest)

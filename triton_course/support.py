@@ -446,6 +446,9 @@ def compile_all(
     import triton
 
     launches = recorded["launches"]
+    # what the launches were recorded from; a file edited before the compile
+    # ends would give rows of two versions under one digest
+    inputs = recorded.get("inputs") or inputs_digest()
     jobs = [(launch, arch) for launch in launches for arch in SHARED_LIMIT]
     workers = workers or min(4, os.cpu_count() or 1)
     with tempfile.TemporaryDirectory(prefix="support-cache-", dir=cache_root) as cache:
@@ -453,6 +456,11 @@ def compile_all(
             workers, initializer=_stop_at_llvm_ir, initargs=(cache,)
         ) as pool:
             results = list(pool.map(compile_one, jobs, chunksize=1))
+    if inputs_digest() != inputs:
+        raise RuntimeError(
+            "a snippet or the compiling code changed while the table was being "
+            "compiled: run the command again"
+        )
     rows = []
     for i, launch in enumerate(launches):
         per_arch = results[i * len(SHARED_LIMIT) : (i + 1) * len(SHARED_LIMIT)]
@@ -466,7 +474,7 @@ def compile_all(
     return {
         "triton": triton.__version__,
         "written_by": "python -m triton_course.support table",
-        "inputs": inputs_digest(),
+        "inputs": inputs,
         "shared_limit": {f"sm_{a}": b for a, b in SHARED_LIMIT.items()},
         "gpus": {f"sm_{a}": g for a, g in ARCH_GPUS.items()},
         "rows": rows,
@@ -555,7 +563,6 @@ def quick_table(stored: dict, workers: int | None = None,
     sampled = [x for x in recorded["launches"] if _launch_key(x) in wanted]
     table = compile_all({**recorded, "launches": sampled}, workers, cache_root)
     table["launch_keys"] = [_launch_key(x) for x in recorded["launches"]]
-    table["inputs"] = inputs_digest()
     table["sampled"] = True
     return table
 
@@ -564,6 +571,7 @@ def quick_table(stored: dict, workers: int | None = None,
 def _record_in_interpreter() -> dict:
     # the caller's PYTHONPATH kept after the repository: a triton installed
     # beside the venv's (e.g. the GPU image's 3.6) records as it compiles
+    inputs = inputs_digest()  # before recording: what the launches come from
     path = [p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH")) if p]
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=os.pathsep.join(path))
     done = subprocess.run(
@@ -572,7 +580,7 @@ def _record_in_interpreter() -> dict:
     )  # fmt: skip
     if done.returncode:
         raise RuntimeError(f"recording the launches failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout)
+    return {**json.loads(done.stdout), "inputs": inputs}
 
 
 def fresh_table(workers: int | None = None, cache_root: Path | None = None) -> dict:
@@ -585,7 +593,7 @@ def updated_table(stored: dict, workers: int | None = None) -> dict:
     triton or the compiling code did). A launch of an unchanged snippet had
     the same inputs when ``stored`` was compiled, so its row is kept."""
     recorded = _record_in_interpreter()
-    now, was = inputs_digest(), stored.get("inputs") or {}
+    now, was = recorded["inputs"], stored.get("inputs") or {}
     same_base = stored.get("triton") == now["triton"] and was.get("code") == now["code"]
     unchanged = {
         name
