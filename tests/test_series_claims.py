@@ -1087,3 +1087,17 @@ def test_the_gemm_exercise_reaches_past_fixed_grids_and_says_what_it_checks():
     assert "C of 130 × 136, so a grid or a tile of fixed size" in page
     assert "a product stored to a scratch tensor for a second kernel fails" in page
     assert "keep `BLOCK_K` at 16 or more for float32" in page
+
+
+def test_the_page_says_what_tl_ranges_docstring_says_of_warp_specialize():
+    # tiled-gemm.md's "What is left out" (2026-11-27): it was called a
+    # one-word change for the Hopper loop; the installed Triton's docstring
+    # (3.9 here, 3.6 in the GPU runner's lane) limits it to Blackwell
+    import triton.language as tl
+
+    doc = " ".join(tl.range.__doc__.split())
+    assert "warp specialization is only supported on Blackwell GPUs" in doc
+    assert "only works on simple matmul loops" in doc
+    page = _page("triton-series/tiled-gemm.md")
+    assert "one-word change" not in page
+    assert "only supported on Blackwell GPUs and only works on simple matmul" in page
