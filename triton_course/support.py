@@ -169,8 +169,11 @@ def _plan_layernorm_linear_fold(m):
 
 
 def _plan_matmul_fp8(m):
-    """The launcher as on an H100: its tuned configs, host descriptors, both
-    scale modes and both accumulations (256 x 256 x 256 in float8_e4m3fn)."""
+    """The launcher asked as each architecture: its own check of the GPU's
+    compute capability refuses below sm_89 (no fp8 tensor cores; the refusal
+    is recorded as a ValueError, as record() keeps them); from sm_89 it
+    launches its tuned configs, host descriptors, both scale modes and both
+    accumulations (256 x 256 x 256 in float8_e4m3fn)."""
     import torch
 
     a = _t(256, 256).to(torch.float8_e4m3fn)
@@ -178,14 +181,30 @@ def _plan_matmul_fp8(m):
     one = torch.ones(1)
     scales = {"per tensor": (one, one),
               "per row": (torch.ones(256, 1), torch.ones(1, 256))}  # fmt: skip
-    for sa, sb in scales.values():
-        for fast in (True, False):
-            yield (
-                "float8_e4m3fn",
-                lambda sa=sa, sb=sb, f=fast: m.matmul_fp8(
+    for arch in SHARED_LIMIT:
+
+        def as_gpu(call, arch=arch):
+            def run():
+                cuda = torch.cuda
+                saved = cuda.get_device_capability, cuda.get_device_name
+                cuda.get_device_capability = lambda device=None: divmod(arch, 10)
+                cuda.get_device_name = lambda device=None: f"an sm_{arch} GPU"
+                try:  # what a launch on that GPU checks first
+                    m._require_fp8_tensor_cores(torch.device("cuda"))
+                except RuntimeError as refused:
+                    raise ValueError(str(refused)) from None
+                finally:
+                    cuda.get_device_capability, cuda.get_device_name = saved
+                call()
+
+            return run
+
+        for sa, sb in scales.values():
+            for fast in (True, False):
+                call = lambda sa=sa, sb=sb, f=fast: m.matmul_fp8(  # noqa: E731
                     a, b, sa, sb, fast_accum=f, config=m.HOPPER_CONFIGS[f]
-                ),
-            )
+                )
+                yield "float8_e4m3fn", as_gpu(call), f"sm_{arch}"
 
 
 def _plan_flash_attention(m):
