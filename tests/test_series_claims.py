@@ -944,7 +944,10 @@ def test_the_home_page_names_what_needs_compute_capability_8_9():
     support = json.loads((REPO_ROOT / "data" / "support.json").read_text("utf-8"))
     refused = {r["arch"] for r in support["refusals"] if r["dtype"] == "float8_e4m3fn"}
     assert {"sm_80", "sm_86"} <= refused and "sm_89" not in refused
-    assert "fp8 e4m3 parts need compute capability 8.9" in _page("index.md")
+    assert (
+        "fp8 e4m3 parts and the tiled-GEMM page's FP8 GEMM need compute capability 8.9"
+        in _page("index.md")
+    )
 
 
 _TF32_DOT = r"""
