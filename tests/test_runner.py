@@ -24,7 +24,7 @@ import pytest
 from conftest import REPO_ROOT
 
 from triton_course import timings as T
-from triton_course.runner import cli
+from triton_course.runner import cli, worker
 from triton_course.runner import discovery as D
 from triton_course.runner import plots as P
 from triton_course.runner.measure import Environment, RunnerError, rate
@@ -162,6 +162,11 @@ def _good():
         (lambda d: d.update(peers={"Triton": lambda: None}), "reserved"),
         (lambda d: d.update(compile="cuBLAS"), "not a peer"),
         (lambda d: d.update(extra=1), "unknown keys"),
+        (lambda d: d.update(report_untimed=True), "beside a 'report'"),
+        (
+            lambda d: d.update(report=lambda: {}, report_untimed="yes"),
+            "must be True or False",
+        ),
         (
             lambda d: d.update(
                 peers={"SDPA": lambda: None, "PyTorch eager": lambda: None}
@@ -180,6 +185,8 @@ def _good():
         "reserved-peer",
         "compile",
         "unknown-key",
+        "untimed-report-alone",
+        "untimed-report-not-bool",
         "eager-first",
     ],
 )
@@ -771,6 +778,78 @@ def test_an_untimed_capture_runs_in_its_own_process_while_the_tests_run(repo):
     cap = T.load_file(repo / "data" / "fake-test-gpu.json").captures["tiny_scale_meta"]
     assert cap["text"].startswith("pid ") and cap["text"] != f"pid {os.getpid()}\n"
     assert cap["snippet_sha256"] == T.sha256_of(src)
+
+
+def _declare_untimed_report(repo, report_src: str) -> Path:
+    src = repo / "snippets" / "tiny_scale.py"
+    text = src.read_text().replace(
+        '"report": lambda: {"BLOCK_SIZE": 64},',
+        f'"report": {report_src},\n        "report_untimed": True,',
+    )
+    src.write_text("from pathlib import Path\n" + text)
+    return src
+
+
+def test_an_untimed_report_is_made_while_the_tests_run_not_in_the_timed_phase(
+    repo, monkeypatch
+):
+    marker = repo / "report-ran"
+    _declare_untimed_report(
+        repo,
+        "lambda: (Path(__file__).parent.parent.joinpath('report-ran').touch(),"
+        " {'made': 'beside the tests'})[1]",
+    )
+    seen = {}
+
+    def check(snippets):  # returns only once the report has been made
+        deadline = time.monotonic() + 120
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        seen["overlap"] = marker.exists()
+
+    timed = []
+    real = cli.measure_benchmark
+
+    def measure(desc, *args, **kw):
+        timed.append((desc["name"], marker.exists(), kw.get("untimed_report")))
+        return real(desc, *args, **kw)
+
+    monkeypatch.setattr(cli, "measure_benchmark", measure)
+    do_run(repo, check=check)
+    assert seen["overlap"]
+    assert ("tiny_scale", True, {"made": "beside the tests"}) in timed
+    data = T.load_file(repo / "data" / "fake-test-gpu.json")
+    report = data.benchmarks["tiny_scale"]["notes"]["report"]
+    assert report == {"made": "beside the tests"}
+
+
+def test_a_failing_untimed_report_writes_nothing_and_is_named(repo):
+    _declare_untimed_report(repo, "lambda: 1 / 0")
+    with pytest.raises(RunnerError, match=r"tiny_scale: report\(\) failed.*Zero"):
+        do_run(repo)
+    assert not (repo / "data").exists()
+
+
+def test_measure_refuses_an_untimed_report_that_was_not_made(repo):
+    src = _declare_untimed_report(repo, "lambda: {}")
+    (snippet,) = D.discover(repo / "snippets")
+    desc = snippet.benchmarks[0]
+    with pytest.raises(RunnerError, match="its untimed report was not made"):
+        cli.measure_benchmark(desc, "snippets/tiny_scale.py", "0", fake_env(), {})
+    assert worker.main(["report", str(src), "tiny_scale", str(repo / "r.json")]) == 0
+    assert json.loads((repo / "r.json").read_text()) == {"report": {}}
+    assert worker.main(["report", str(src), "nope", str(repo / "r.json")]) == 1
+    assert "no benchmark 'nope'" in json.loads((repo / "r.json").read_text())["error"]
+
+
+def test_the_real_untimed_reports_read_no_autotuner():
+    # An autotuner's choice exists only in the process that timed the rows.
+    for s in D.discover(REPO_ROOT / "snippets"):
+        for desc in s.benchmarks:
+            if desc.get("report_untimed"):
+                code = desc["report"].__code__
+                names = set(code.co_names) | set(code.co_varnames)
+                assert not {"_best", "_best_configs", "_tuned_configs"} & names
 
 
 def test_a_failing_untimed_capture_writes_nothing(repo):

@@ -811,11 +811,16 @@ def _run(
     else:
         tests_lane.jobs.append(Job("tests", lambda stop: check(snippets)))
     nb_lanes = _notebook_lanes(notebooks, results)
-    cap_lane = Lane("captures", title="captures (untimed)")
+    cap_lane = Lane("captures", title="captures and reports (untimed)")
     for s, name, spec in captures_untimed:
         cap_lane.jobs.append(
             Job(f"capture {name}", _capture_job(s, name, spec, repo_root, results))
         )
+    for s in snippets:  # reports that time nothing: made now, not in the timed phase
+        for desc in s.benchmarks:
+            if desc.get("report_untimed"):
+                job = _report_job(s, desc, env, results)
+                cap_lane.jobs.append(Job(f"report {desc['name']}", job))
     warm_lanes = []
     if warm_up and n_bench and warm is not None:  # the CPU tests' stand-in
         warm_lanes = [Lane("warm-up", [Job("warm-up", partial(warm, snippets))], True)]
@@ -891,6 +896,7 @@ def _timed_phase(
                     sha,
                     env,
                     rooflines[ceilings[desc["name"]]],
+                    untimed_report=results.get(("report", desc["name"])),
                 )
                 log(f"benchmark {desc['name']}: done in {time.time() - t0:.1f} s")
             if T.sha256_of(s.path) != sha:
@@ -1062,6 +1068,28 @@ def _capture_job(s, name: str, spec, repo_root: Path, results: dict):
         results[("capture", name)] = (kind, text)
         lines = len(text.splitlines())
         log(f"{name}: {lines} lines in {time.time() - t0:.1f} s", "captures")
+
+    return job
+
+
+def _report_job(s, desc: dict, env, results: dict):
+    """A benchmark's untimed report, in a worker process of its own (in the
+    CPU tests' fake environment, in this process: it has no GPU to share)."""
+    name = desc["name"]
+
+    def job(stop):
+        t0 = time.time()
+        if env.fake:
+            from triton_course.runner.measure import untimed_report
+
+            report = untimed_report(s.path, name)
+        else:
+            data = run_worker(
+                ["report", str(Path(s.path).resolve()), name], f"report {name!r}"
+            )
+            report = data["report"]
+        results[("report", name)] = report
+        log(f"report {name}: made in {time.time() - t0:.1f} s", "captures")
 
     return job
 

@@ -41,7 +41,17 @@ REQUIRED_KEYS = (
     "triton",
     "peers",
 )
-OPTIONAL_KEYS = ("compile", "report", "plot", "ceiling", "dram_check_scale")
+OPTIONAL_KEYS = (
+    "compile",
+    "report",
+    "report_untimed",
+    "plot",
+    "ceiling",
+    "dram_check_scale",
+)
+# "report_untimed": True when the report measures no time and reads nothing
+# the timed phase leaves behind (an autotuner's choice): the runner then makes
+# it in a process of its own while the tests run, not in the timed phase.
 # "dram_check_scale": the parameter the byte-model check doubles to reach a
 # working set of many L2s (triton_course/dram_bytes.py); the first by default.
 METRICS = ("bandwidth", "compute")
@@ -222,6 +232,10 @@ def check_description(desc: object, where: str) -> dict:
         fail(f"'compile' names {desc['compile']!r}, which is not a peer")
     if "report" in desc and not callable(desc["report"]):
         fail("'report' must be callable")
+    if "report_untimed" in desc and (
+        not isinstance(desc["report_untimed"], bool) or "report" not in desc
+    ):
+        fail("'report_untimed' must be True or False, beside a 'report'")
     if "plot" in desc and not isinstance(desc["plot"], bool):
         fail("'plot' must be True or False")
     if "dram_check_scale" in desc and desc["dram_check_scale"] not in params:

@@ -304,7 +304,7 @@ class CudaTimer:
         end.synchronize()
         return start.elapsed_time(end) / n
 
-    def round(self, fn, work=None) -> dict:
+    def round(self, fn, work=None, wall: bool = True) -> dict:
         host = min(self._host_ms(fn) for _ in range(2))
         sleep_us = max(MIN_SLEEP_US, 2.0 * host * 1e3 + 20.0)
         probe, _ = self.gpu_samples(fn, 1, sleep_us)
@@ -312,13 +312,13 @@ class CudaTimer:
         n = int(min(MAX_SAMPLES, max(MIN_SAMPLES, ROUND_BUDGET_MS / per_sample)))
         samples, hidden = self.gpu_samples(fn, n, sleep_us)
         gpu = sorted(samples)[len(samples) // 2]
-        m = wall_calls(gpu, host)
-        return {"gpu_ms": gpu, "wall_ms": self.wall_ms(fn, m), "launch_hidden": hidden}
+        wall_ms = self.wall_ms(fn, wall_calls(gpu, host)) if wall else None
+        return {"gpu_ms": gpu, "wall_ms": wall_ms, "launch_hidden": hidden}
 
     def bench(self, fn, quantiles=None, **_):
         """The autotuner's timer: one round's median GPU time; a list when
         quantiles are asked for, as ``do_bench`` returns."""
-        ms = self.round(fn)["gpu_ms"]
+        ms = self.round(fn, wall=False)["gpu_ms"]  # a choice needs no wall time
         return [ms] * len(quantiles) if quantiles else ms
 
 
@@ -471,7 +471,7 @@ def _roofline_ms(fn, timer: CudaTimer) -> tuple[float, list[float]]:
     either, so shares of it moved between runs and good kernels stood above
     a slow-group median. The fastest round is the fast group's."""
     fn()
-    times = [timer.round(fn)["gpu_ms"] for _ in range(ROUNDS)]
+    times = [timer.round(fn, wall=False)["gpu_ms"] for _ in range(ROUNDS)]
     return min(times), times
 
 
@@ -715,10 +715,43 @@ def _majority(caches: list[dict]) -> dict | None:
     return None
 
 
+def _report(desc: dict) -> dict:
+    name = desc["name"]
+    try:
+        return _jsonable(desc["report"](), f"{name}: report()")
+    except RunnerError:
+        raise
+    except Exception as exc:
+        raise RunnerError(f"{name}: report() failed: {exc!r}") from exc
+
+
+def untimed_report(snippet: Path, name: str):
+    """The report of benchmark ``name`` of ``snippet``, made outside the timed
+    phase (its description says ``"report_untimed": True``)."""
+    from triton_course.runner import discovery as D
+
+    try:
+        module = D.load_snippet(Path(snippet))
+    except Exception as exc:
+        raise RunnerError(f"report {name!r}: cannot load {snippet}: {exc!r}") from None
+    descs = getattr(module, "BENCHMARKS", None) or [getattr(module, "BENCHMARK", {})]
+    desc = next((d for d in descs if d.get("name") == name), None)
+    if desc is None or not desc.get("report_untimed"):
+        raise RunnerError(f"{snippet} has no benchmark {name!r} with an untimed report")
+    return _report(desc)
+
+
 def measure_benchmark(
-    desc: dict, snippet_rel: str, snippet_sha: str, env: Environment, roofline: dict
+    desc: dict,
+    snippet_rel: str,
+    snippet_sha: str,
+    env: Environment,
+    roofline: dict,
+    untimed_report=None,
 ) -> dict:
-    """Time every row of one description; a Triton failure raises RunnerError."""
+    """Time every row of one description; a Triton failure raises RunnerError.
+    ``untimed_report``: the report already made beside the tests, for a
+    description whose report is untimed (it is never made here then)."""
     import torch
 
     name, metric = desc["name"], desc["metric"]
@@ -778,13 +811,12 @@ def measure_benchmark(
     notes = {}
     if absent:
         notes["absent"] = absent
-    if "report" in desc:
-        try:
-            notes["report"] = _jsonable(desc["report"](), f"{name}: report()")
-        except RunnerError:
-            raise
-        except Exception as exc:
-            raise RunnerError(f"{name}: report() failed: {exc!r}") from exc
+    if desc.get("report_untimed"):
+        if untimed_report is None:
+            raise RunnerError(f"{name}: its untimed report was not made")
+        notes["report"] = untimed_report
+    elif "report" in desc:
+        notes["report"] = _report(desc)
     # the probe as measured, never moved; the vendor's figure beside it
     key = roofline.get("ceiling") or desc.get("ceiling", metric)
     roofline = {**roofline, "vendor_peak": env.vendor_peaks.get(key)}

@@ -7,11 +7,14 @@ can leak into the runner process, which times the benchmarks afterwards.
 
     worker notebook [--pause] NOTEBOOK RESULT_JSON
     worker capture SNIPPET NAME REPO_ROOT RESULT_JSON
+    worker report SNIPPET BENCHMARK RESULT_JSON
     worker warm REPO_ROOT [--only NAME] [--part K/N]
 
 ``notebook`` and ``capture`` write ``{"text": ...}`` (plus ``"kind"``) or
-``{"error": ...}`` to RESULT_JSON and exit 0 or 1. ``warm`` prints one line
-per benchmark and always exits 0 unless it cannot start at all.
+``{"error": ...}`` to RESULT_JSON and exit 0 or 1; ``report`` writes a
+benchmark's untimed report (``"report_untimed"``) as ``{"report": ...}``.
+``warm`` prints one line per benchmark and always exits 0 unless it cannot
+start at all.
 
 ``notebook --pause`` stops before the notebook's first timing cell: it frees
 the kernel's cached GPU memory, prints ``cli.NOTEBOOK_PAUSED`` and its
@@ -99,6 +102,18 @@ def capture(args) -> int:
     return 0
 
 
+def report(args) -> int:
+    from triton_course.runner import measure as M
+
+    try:
+        result = M.untimed_report(Path(args.snippet), args.benchmark)
+    except M.RunnerError as exc:
+        _write(args.result, {"error": str(exc)})
+        return 1
+    _write(args.result, {"report": result})
+    return 0
+
+
 WARM_UP_MEMORY_FRACTION = 0.12  # of the GPU's memory, for each warm-up process
 
 
@@ -162,12 +177,21 @@ def main(argv=None) -> int:
     c.add_argument("name")
     c.add_argument("repo_root")
     c.add_argument("result")
+    r = sub.add_parser("report")
+    r.add_argument("snippet")
+    r.add_argument("benchmark")
+    r.add_argument("result")
     w = sub.add_parser("warm")
     w.add_argument("repo_root")
     w.add_argument("--only")
     w.add_argument("--part", default="0/1", help="K/N: every N-th benchmark from K")
     args = p.parse_args(argv)
-    return {"notebook": notebook, "capture": capture, "warm": warm}[args.command](args)
+    return {
+        "notebook": notebook,
+        "capture": capture,
+        "report": report,
+        "warm": warm,
+    }[args.command](args)
 
 
 if __name__ == "__main__":
