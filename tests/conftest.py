@@ -64,7 +64,36 @@ def compile_in_subprocess(script: str | Path, *args: str, timeout: int = 600):
     a process without TRITON_INTERPRET, and return the JSON it prints last.
     Compiling needs the real compiler, which the interpreter replaces.
     ``script`` is source text (run with -c) or a file (needed when triton.jit
-    must read a kernel's source); either way the repository is importable."""
+    must read a kernel's source); either way the repository is importable.
+
+    Under pytest-xdist every worker that runs one test of a module builds the
+    module's fixtures: a script's compiles (tens of seconds each) would run
+    once per worker. The first worker to ask runs it and keeps its JSON for
+    the others, for this run only (nothing in the repository changes during
+    a run); a failing script is not kept, so each asker sees it fail."""
+    import hashlib
+    import json
+    import tempfile
+
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run:
+        return _compile_in_subprocess(script, *args, timeout=timeout)
+    from filelock import FileLock
+
+    text = script.read_text("utf-8") if isinstance(script, Path) else script
+    key = hashlib.sha256(repr((str(script), text, args)).encode()).hexdigest()[:24]
+    memo = Path(tempfile.gettempdir()) / f"course-compiles-{run}"
+    memo.mkdir(exist_ok=True)
+    kept = memo / f"{key}.json"
+    with FileLock(str(memo / f"{key}.lock")):
+        if kept.is_file():
+            return json.loads(kept.read_text("utf-8"))
+        result = _compile_in_subprocess(script, *args, timeout=timeout)
+        kept.write_text(json.dumps(result), "utf-8")
+        return result
+
+
+def _compile_in_subprocess(script: str | Path, *args: str, timeout: int):
     import json
     import subprocess
 
