@@ -470,7 +470,7 @@ def test_support_matrix_fits_the_column_with_names_whole(desktop, built_site):
 
 def test_the_roofline_fits_a_phone(page):
     page.set_viewport_size({"width": 390, "height": 844})
-    page.goto("gpu-architecture/01-gpu-architecture/")
+    page.goto("gpu-architecture/01-roofline/")
     plots = page.evaluate(
         """() => [...document.querySelectorAll('.course-plot.roofline svg')]
           .filter(s => s.getClientRects().length).map(s => {

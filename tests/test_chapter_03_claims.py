@@ -309,7 +309,7 @@ def _captures(name):
 
 
 def test_the_h100_capture_shows_the_fold_past_the_bound_well_below_1000():
-    # fusion.md reads this off the H100's accuracy capture
+    # layernorm-linear.md reads this off the H100's accuracy capture
     texts = _captures("layernorm_linear_fold_accuracy")
     h100 = [text for gpu, text in texts.items() if "h100" in gpu]
     assert h100, f"no H100 capture in data/timings: {sorted(texts)}"
@@ -327,7 +327,7 @@ def test_the_h100_capture_shows_the_fold_past_the_bound_well_below_1000():
         ]
         pytorch, fold = float(row[-4]), float(row[-3])
         assert fold <= 1.5 * pytorch, row
-    text = " ".join(_text("fusion.md").split())
+    text = " ".join(_text("layernorm-linear.md").split())
     assert "still within it at 30" in text and "not read off the capture" in text
     assert load_snippet("layernorm_linear_fold").FOLD_LIMIT == 10
 
@@ -382,7 +382,7 @@ def test_the_accuracy_cases_start_where_the_snippet_does():
 
     offsets = [c[2] for c in load_snippet("layernorm_linear_fold").ACCURACY_CASES
                if c[1] == "offset"]  # fmt: skip
-    text = " ".join(_text("fusion.md").split())
+    text = " ".join(_text("layernorm-linear.md").split())
     assert f"mean is {min(offsets)} to {max(offsets)} standard deviations" in text
 
 
@@ -501,7 +501,7 @@ def test_no_typed_h200_comparison_on_the_memory_page():
 
 
 def test_the_support_matrix_is_called_compilation_not_runs():
-    text = _text("pytorch-integration.md")
+    text = _text("torch-compile.md")
     assert "## Which GPUs run these kernels" not in text
     assert "## Which GPUs compile these kernels" in text
     assert "not that it has run there" in " ".join(text.split())
@@ -516,7 +516,7 @@ def test_the_fold_tables_name_only_gpus_that_measured_the_fold():
     ]
     fold = "layernorm_linear_fold"
     measured = [d["gpu"]["slug"] for d in docs if fold in d["benchmarks"]]
-    text = _text("fusion.md")
+    text = _text("layernorm-linear.md")
     named = set(re.findall(r"bench=layernorm_linear_fold gpu=(\w+)", text))
     assert named, "the fold's targets are no longer judged on the page"
     for gpu in named:
@@ -534,7 +534,7 @@ def test_the_chapter_states_no_h200_result():
 
 def test_a_ratios_spread_is_said_to_be_within_one_run():
     # review l03-08: a ± bounds the rounds of one run, not a second machine
-    text = " ".join(_text("pytorch-integration.md").split())
+    text = " ".join(_text("torch-compile.md").split())
     assert "spread within this one run" in text
     assert "how-numbers-are-made.md#how-far-a-number-holds" in text
 

@@ -79,3 +79,32 @@ def test_acronyms_show_their_definition_on_every_page(built_site):
     # never inside code: `tl.dot` on an SM in a code block stays plain text
     for block in re.findall(r"<code>.*?</code>", html, re.S):
         assert "<abbr" not in block, block[:200]
+
+
+# Lesson 01 is where a newcomer meets the hardware's words: each of its pages
+# links the glossary at the first use of every term it teaches or leans on.
+LESSON_01_TERMS = {
+    "01-gpu-architecture.md": [
+        "sm", "l2", "grid", "program", "warp", "num-warps", "block", "mask",
+        "shared-memory", "hbm", "tensor-core", "warpgroup", "mma", "sass",
+        "tensor-descriptor", "tma", "interpreter", "autotuning",
+    ],
+    "01-roofline.md": ["arithmetic-intensity", "roofline", "ridge-point", "ptx"],
+    "01-coalescing-occupancy.md": [
+        "warp", "coalescing", "stride", "hbm", "sm", "occupancy",
+        "shared-memory", "program", "num-warps", "interpreter",
+    ],
+}  # fmt: skip
+
+
+def test_lesson_01_links_each_term_to_the_glossary_once():
+    source = (REPO_ROOT / "docs" / "reference" / "glossary.md").read_text()
+    anchors = set(re.findall(r"\{ #([\w-]+) \}", source))
+    for page, terms in LESSON_01_TERMS.items():
+        text = (REPO_ROOT / "docs" / "gpu-architecture" / page).read_text()
+        linked = re.findall(r"\]\(\.\./reference/glossary\.md#([\w-]+)\)", text)
+        assert set(linked) <= anchors, (page, set(linked) - anchors)
+        missing = [t for t in terms if t not in linked]
+        assert not missing, f"{page} does not link {missing} to the glossary"
+        twice = sorted({t for t in linked if linked.count(t) > 1})
+        assert not twice, f"{page} links {twice} more than once: at first use only"

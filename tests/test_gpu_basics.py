@@ -277,11 +277,16 @@ def test_cpu_tensors_need_the_interpreter(monkeypatch):
 
 
 # ------------------------------------------------------------ lesson 01 ---
+LESSON_01 = ("01-gpu-architecture.md", "01-roofline.md", "01-coalescing-occupancy.md")
+
+
 def _page01() -> str:
+    """Lesson 01's three pages as one line of text: phrases may wrap."""
     from conftest import REPO_ROOT
 
-    page = REPO_ROOT / "docs" / "gpu-architecture" / "01-gpu-architecture.md"
-    return " ".join(page.read_text(encoding="utf-8").split())
+    pages = REPO_ROOT / "docs" / "gpu-architecture"
+    text = " ".join((pages / name).read_text(encoding="utf-8") for name in LESSON_01)
+    return " ".join(text.split())
 
 
 def test_lesson_01_names_the_fp8_gemm_and_its_probe():

@@ -462,7 +462,11 @@ def _build_real_site(tmp_path, data_dir):
         # one step of a kernel's history slower: "this step gained" breaks
         # (the tiled-GEMM page states its matmul results as verdicts, which
         # report met/missed; lesson 03's overview claims the ratio to cuBLAS)
-        ("Triton", ["matmul", "rowsum_v2_tiled"], ["03-custom-kernels/", "04-gpu"]),
+        (
+            "Triton",
+            ["matmul", "rowsum_v2_tiled"],
+            ["03-custom-kernels/", "04-worked-optimisation"],
+        ),
     ],
 )
 def test_the_real_pages_fail_to_build_on_data_that_contradicts_them(

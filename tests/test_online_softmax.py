@@ -360,6 +360,40 @@ def test_the_page_says_how_the_checker_sees_a_missing_rescale():
     assert "Judged at every size: on the H100 the target is" not in page
 
 
+# ------------------------------------------------ the page's bare launch ---
+# online-softmax.md shows this section after the two kernels: the launch and
+# what a reader must know, without the launcher's input checks (collapsed).
+# Its visible code, run in order, runs it (tests/test_visible_code.py).
+def test_the_bare_launch_the_page_shows(capsys):
+    import triton
+
+    online_softmax_stats_kernel = om.online_softmax_stats_kernel
+    online_softmax_normalize_kernel = om.online_softmax_normalize_kernel
+    # --8<-- [start:launch]
+    # A GPU if there is one, unless TRITON_INTERPRET=1 asked for the CPU
+    on_gpu = torch.cuda.is_available() and not triton.knobs.runtime.interpret
+    device = "cuda" if on_gpu else "cpu"
+    x = 4 * torch.randn(3, 5000, device=device)
+    n_rows, n_cols = x.shape
+    BLOCK, CHUNK = 256, 1024  # small, so a row crosses 20 tiles and 5 slices
+    n_chunks = triton.cdiv(n_cols, CHUNK)
+    m = torch.empty(n_rows, n_chunks, device=device)  # float32 (m, d) per slice
+    d = torch.empty(n_rows, n_chunks, device=device)
+    out = torch.empty_like(x)
+    grid = (n_rows * n_chunks,)  # one program per slice of a row
+    online_softmax_stats_kernel[grid](
+        x, m, d, n_cols, n_chunks, x.stride(0), CHUNK=CHUNK, BLOCK_SIZE=BLOCK
+    )
+    online_softmax_normalize_kernel[grid](
+        x, out, m, d, n_cols, n_chunks, x.stride(0), out.stride(0),
+        CHUNK=CHUNK, BLOCK_SIZE=BLOCK, CHUNKS_POW2=triton.next_power_of_2(n_chunks),
+    )  # fmt: skip
+    torch.testing.assert_close(out, torch.softmax(x, dim=-1))
+    print(f"{n_rows} x {n_cols}, {n_chunks} slices a row: matches torch.softmax")
+    # --8<-- [end:launch]
+    assert "matches torch.softmax" in capsys.readouterr().out
+
+
 # ------------------------------------------------ the exercise's checker ---
 def test_checker_compares_a_result_stored_beside_a_float32_scratch():
     # Review 2026-11-27 (ser2-03): the two-kernel design of this page (float32

@@ -198,11 +198,15 @@ for name, sig in sigs.items():
 # exercise 1's solution (review 2026-11-27 mod-07): x.t() of 2**31 elements
 # or more has stride_col = n_rows, and cols * stride_col passes 2**31 - 1
 cs = excerpts._load(Path("exercises") / "solutions" / "colsum.py")
-sig = {"x_ptr": "*fp16", "out_ptr": "*fp16", "n_rows": "i32", "n_cols": "i32",
-       "stride_row": "i32", "stride_col": "i32",
-       "BLOCK_M": "constexpr", "BLOCK_N": "constexpr"}
-asm = codegen.compile_for(cs.colsum_kernel, 90, sig, {"BLOCK_M": 32, "BLOCK_N": 64},
-                          ["x_ptr", "out_ptr"])
+# the kernel's own parameters: pointers, then i32 integers and constexprs
+import inspect
+names = list(inspect.signature(cs.colsum_kernel.fn).parameters)
+blocks = {"ROWS": 512, "BLOCK_M": 32, "BLOCK_N": 64}
+sig = {n: "*fp16" if n == "x_ptr" else "*fp32" if n.endswith("_ptr")
+       else "constexpr" if n in blocks else "i32" for n in names}
+asm = codegen.compile_for(cs.colsum_kernel, 90, sig,
+                          {k: v for k, v in blocks.items() if k in names},
+                          [n for n in names if n.endswith("_ptr")])
 out["colsum_kernel"] = asm["ttir"]
 json.dump(out, sys.stdout)
 """
@@ -240,7 +244,10 @@ def test_the_colsum_solution_offsets_rows_and_columns_in_int64(wide_ttir):
     # both tile products (rows * stride_row, cols * stride_col) are i64
     tiles = [ln for ln in lines if "arith.muli" in ln and "tensor<" in ln]
     assert len(tiles) >= 2 and all(ln.endswith("xi64>") for ln in tiles), tiles
-    steps = [ln for ln in lines if "tt.addptr" in ln]
+    # every step into x (the float16 pointers) is i64; a float32 buffer of
+    # partial sums, if the solution keeps one, holds a fraction of x's
+    # elements and may be indexed in i32
+    steps = [ln for ln in lines if "tt.addptr" in ln and "tt.ptr<f16>" in ln]
     assert steps and all(re.search(r"xi64>$", ln) for ln in steps), steps
 
 
@@ -278,18 +285,53 @@ def _page_program(page: str) -> str:
     return "\n".join(parts)
 
 
-def test_the_pages_blocks_copied_in_order_define_before_use(tmp_path):
-    # review 2026-11-27 mod-02: the collapsed benchmark block came before the
-    # blocks that define add and add_ref, and the copied program stopped
+# Lesson 04 is three pages (#34: about 12 screens a page at most)
+L04_PAGES = [
+    "gpu-architecture/04-gpu-profiling.md",
+    "gpu-architecture/04-nsight-compute.md",
+    "gpu-architecture/04-worked-optimisation.md",
+]
+
+
+def _load_page_program(page: str, tmp_path):
     import importlib.util
 
-    path = tmp_path / "page_04_program.py"
-    path.write_text(_page_program("gpu-architecture/04-gpu-profiling.md"))
+    path = tmp_path / f"page_{page.split('/')[-1][:-3].replace('-', '_')}.py"
+    path.write_text(_page_program(page))
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # module level only: main() is not called
+    return module
+
+
+def test_the_pages_blocks_copied_in_order_define_before_use(tmp_path):
+    # review 2026-11-27 mod-02: the collapsed benchmark block came before the
+    # blocks that define add and add_ref, and the copied program stopped
+    module = _load_page_program(L04_PAGES[0], tmp_path)
     assert module.BENCHMARKS[0]["triton"] is module.add
     assert callable(module.main)
+    # the worked optimisation: kernels, launchers, then the collapsed
+    # benchmark description that names them
+    steps = _load_page_program(L04_PAGES[2], tmp_path)
+    assert [b["triton"] for b in steps.BENCHMARKS] == [
+        steps.rowsum_v0,
+        steps.rowsum_v1,
+        steps.rowsum_v2,
+        steps.rowsum_v3,
+    ]
+
+
+def test_the_nsight_page_shows_its_python_as_excerpts_of_the_snippet():
+    # its code launches the row sums that the next page builds: shown as
+    # excerpts of the file, not as a program the page claims to run
+    import re
+
+    from conftest import REPO_ROOT
+
+    text = (REPO_ROOT / "docs" / L04_PAGES[1]).read_text(encoding="utf-8")
+    fences = re.findall(r"^ *```python(.*)$", text, flags=re.M)
+    title = ' title="excerpt of snippets/optimization_steps.py'
+    assert fences and all(f.startswith(title) for f in fences), fences
 
 
 def _page(path: str) -> str:
@@ -302,9 +344,12 @@ def _page(path: str) -> str:
 def test_lesson_04_keeps_vendor_figures_apart_from_measurements():
     # review 2026-11-27 mod-12: "Every number on this page was measured" with
     # NVIDIA's L2, register, shared-memory and warp-slot figures on the page
-    page = _page("gpu-architecture/04-gpu-profiling.md")
+    pages = {path: _page(path) for path in L04_PAGES}
+    page = " ".join(pages.values())
     assert "Every number on this page" not in page
-    assert "Every time and rate on this page was measured" in page
+    assert "Every time and rate on this page was measured" in pages[L04_PAGES[0]]
+    assert "Every time and rate on this page was measured" in pages[L04_PAGES[2]]
+    assert "are NVIDIA's, not measurements" in pages[L04_PAGES[1]]
     for figure in (
         "50 MB on an H100, by NVIDIA's figures",
         "64 on an H100, NVIDIA's figure",

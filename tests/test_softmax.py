@@ -5,6 +5,7 @@ import builtins
 import dis
 import re
 import runpy
+import textwrap
 import types
 
 import pytest
@@ -299,6 +300,45 @@ def test_a_tensor_off_the_current_gpu_is_refused(launcher, monkeypatch):
         launcher(x)
 
 
+# ------------------------------------------------ the page's bare launches ---
+# softmax.md shows these sections after each kernel: the launch and what a
+# reader must know, without the launchers' input checks (shown collapsed).
+# Its visible code, run in order, runs them (tests/test_visible_code.py).
+def test_the_bare_launches_the_page_shows(capsys):
+    import triton
+
+    softmax_kernel, softmax_rows_kernel = sm.softmax_kernel, sm.softmax_rows_kernel
+    # --8<-- [start:launch_row]
+    # A GPU if there is one, unless TRITON_INTERPRET=1 asked for the CPU
+    on_gpu = torch.cuda.is_available() and not triton.knobs.runtime.interpret
+    device = "cuda" if on_gpu else "cpu"
+    x = 4 * torch.randn(130, 3000, device=device)
+    n_rows, n_cols = x.shape
+    out = torch.empty_like(x)
+    block = triton.next_power_of_2(n_cols)  # the whole row: 4096 lanes
+    softmax_kernel[(n_rows,)](  # one program per row
+        x, out, n_cols, x.stride(0), out.stride(0), BLOCK_SIZE=block
+    )
+    torch.testing.assert_close(out, torch.softmax(x, dim=-1))
+    print(f"one row per program: {n_rows} x {n_cols} matches torch.softmax")
+    # --8<-- [end:launch_row]
+    # --8<-- [start:launch_rows]
+    x = 4 * torch.randn(1000, 200, device=device)
+    n_rows, n_cols = x.shape
+    out = torch.empty_like(x)
+    block = triton.next_power_of_2(n_cols)  # 256 lanes per row
+    rows = 4096 // block  # 16 rows per program: 4096 elements
+    grid = (triton.cdiv(n_rows, rows),)  # the last program has 8 rows
+    softmax_rows_kernel[grid](
+        x, out, n_rows, n_cols, x.stride(0), out.stride(0),
+        BLOCK_ROWS=rows, BLOCK_SIZE=block,
+    )  # fmt: skip
+    torch.testing.assert_close(out, torch.softmax(x, dim=-1))
+    print(f"{rows} rows per program: {n_rows} x {n_cols} matches torch.softmax")
+    # --8<-- [end:launch_rows]
+    assert capsys.readouterr().out.count("matches torch.softmax") == 2
+
+
 # ----------------------------------------------------- launch choices ---
 def test_num_warps_scale_with_the_block():
     assert sm._num_warps(256) == 1
@@ -361,9 +401,10 @@ def test_wide_loads_and_stores_need_the_row_strides_too():
     assert "the stores `out_row_stride`" in page
 
 
-def _shown_sections(page: str, snippet: str) -> list[str]:
-    """The sections of a snippet a page shows outside collapsed (???) blocks,
-    in page order."""
+def _shown_sections(page: str) -> list[tuple[str, str]]:
+    """The (file, section) pairs a page embeds outside collapsed (???) blocks,
+    in page order: sections of its snippet, and the bare launches it shows
+    from a test file."""
     shown, collapsed_at = [], None
     for line in page.splitlines():
         indent, text = len(line) - len(line.lstrip()), line.strip()
@@ -375,9 +416,9 @@ def _shown_sections(page: str, snippet: str) -> list[str]:
         if text.startswith("??? "):
             collapsed_at = indent
             continue
-        m = re.fullmatch(rf'--8<-- "{re.escape(snippet)}:(\w+)"', text)
+        m = re.fullmatch(r'--8<-- "([\w.-]+\.py):(\w+)"', text)
         if m:
-            shown.append(m.group(1))
+            shown.append((m.group(1), m.group(2)))
     return shown
 
 
@@ -394,29 +435,33 @@ def _globals_used(code: types.CodeType) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "page, snippet, call",
+    "page, snippet, run",
     [
-        ("triton-series/softmax.md", "softmax", "softmax_rows"),
-        ("triton-series/online-softmax.md", "online_softmax", "online_softmax"),
+        # the softmax pages run their kernels through the bare launches they
+        # show (a section of their test file); the launchers with their input
+        # checks are shown collapsed
+        ("triton-series/softmax.md", "softmax", "launch_rows"),
+        ("triton-series/online-softmax.md", "online_softmax", "launch"),
         ("reference/triton-at-a-glance.md", "vector_add_frameworks", "add_triton"),
     ],
 )
-def test_the_pages_visible_code_runs_when_copied_in_order(
-    page, snippet, call, tmp_path
-):
+def test_the_pages_visible_code_runs_when_copied_in_order(page, snippet, run, tmp_path):
     # issue #34: imports shown, nothing a visible block calls hidden in a
     # collapsed block or left out; ser2-10: add_numba's helper was not shown
     text = (REPO_ROOT / "docs" / page).read_text(encoding="utf-8")
-    source = (REPO_ROOT / "snippets" / f"{snippet}.py").read_text(encoding="utf-8")
-    sections = _shown_sections(text, f"{snippet}.py")
-    assert sections and sections[0] == "imports", sections
+    sections = _shown_sections(text)
+    assert sections and sections[0] == (f"{snippet}.py", "imports"), sections
     blocks = []
-    for name in sections:
+    for file, name in sections:
+        path = REPO_ROOT / "snippets" / file
+        if not path.is_file():
+            path = REPO_ROOT / "tests" / file
+        source = path.read_text(encoding="utf-8")
         m = re.search(
             rf"# --8<-- \[start:{name}\]\n(.*?)# --8<-- \[end:{name}\]", source, re.S
         )
-        assert m, f"{page} shows {snippet}.py:{name}, which does not exist"
-        blocks.append(m.group(1))
+        assert m, f"{page} shows {file}:{name}, which does not exist"
+        blocks.append(textwrap.dedent(m.group(1)))
     program = tmp_path / f"{snippet}_as_shown.py"  # triton.jit reads a file
     program.write_text("\n\n".join(blocks), encoding="utf-8")
     namespace = runpy.run_path(str(program), run_name="copied")
@@ -429,10 +474,9 @@ def test_the_pages_visible_code_runs_when_copied_in_order(
     assert not missing, f"{page}: the shown code uses {missing}, which it never shows"
     if snippet == "vector_add_frameworks":
         x = torch.randn(1000, device=DEVICE)
-        assert_close(namespace[call](x, x), 2 * x.double())
-    else:
-        x = torch.randn(3, 700, device=DEVICE)
-        assert_close(namespace[call](x), expected(x))
+        assert_close(namespace[run](x, x), 2 * x.double())
+    else:  # the bare launch ran, and checked itself against torch.softmax
+        assert ("test_" + f"{snippet}.py", run) in sections, sections
 
 
 def test_the_temperature_checker_has_the_cases_the_page_names():

@@ -190,6 +190,24 @@ def test_the_simple_launch_adds_every_element(n, dtype, seeded):
     assert_close(out, x.double() + y.double())
 
 
+# The page's first run, shown after the bare launch: vector-addition.md embeds
+# this section, and its visible code, run in order, ends with it
+# (tests/test_visible_code.py runs that program under the interpreter).
+def test_the_first_run_the_page_shows(capsys):
+    vector_add_simple, vector_add_ref = va.vector_add_simple, va.vector_add_ref
+    # --8<-- [start:first_run]
+    # A GPU if there is one, unless TRITON_INTERPRET=1 asked for the CPU
+    on_gpu = torch.cuda.is_available() and not triton.knobs.runtime.interpret
+    device = "cuda" if on_gpu else "cpu"
+    for n in (1, 1000, 98_432):  # 98 432: 96 blocks of 1024, then 128 more
+        x = torch.randn(n, device=device)
+        y = torch.randn(n, device=device)
+        torch.testing.assert_close(vector_add_simple(x, y), vector_add_ref(x, y))
+        print(f"n={n:>6}: vector_add_simple(x, y) equals x + y on {device}")
+    # --8<-- [end:first_run]
+    assert capsys.readouterr().out.count("equals x + y") == 3
+
+
 # What the other checks prevent (the page's list), again with the bare kernel.
 def test_a_shorter_y_is_read_past_its_end_without_an_error():
     # y is the first half of a buffer whose second half is 1000: the kernel
