@@ -33,7 +33,7 @@ def rewrite_directives(
             out.append(line)
             continue
         try:
-            out.append(render(line))
+            out.append(_indented(render(line), line))
         except Exception as exc:
             if collect is not None and isinstance(exc, collect[0]):
                 collect[1].append(f"{page.file.src_uri}:{number}: {exc}")
@@ -43,3 +43,14 @@ def rewrite_directives(
                 raise
             raise PluginError(f"{page.file.src_uri}:{number}: {exc}") from None
     return "\n".join(out)
+
+
+def _indented(rendered: str, line: str) -> str:
+    """A directive inside a tab or an admonition is indented: every line it
+    renders to keeps that indentation, or its first unindented line would
+    close the container and leave the rest outside it."""
+    lead = line[: len(line) - len(line.lstrip())]
+    if not lead or rendered == line or "\n" not in rendered:
+        return rendered
+    first, *rest = rendered.split("\n")
+    return "\n".join([first, *(lead + r if r.strip() else r for r in rest)])

@@ -79,3 +79,22 @@ def test_a_pipe_in_a_header_and_long_floats_still_make_a_table():
     text = hook.render_report("x", [_gpu(report)])
     assert "<th>max error / max |O|</th>" in text
     assert "<td>0.001235</td>" in text and "0.0012345678901" not in text
+
+
+def test_a_directive_inside_a_tab_renders_inside_it():
+    # A block directive indented under `=== "tab"` or `??? note` renders to
+    # several lines: each keeps the indentation, or the block leaves its tab.
+    spec = importlib.util.spec_from_file_location(
+        "directives_hook", REPO_ROOT / "hooks/_directives.py"
+    )
+    directives = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(directives)
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="x.md"))
+
+    def render(line):
+        return line.replace("[[table]]", "| a |\n|---|\n\n| 1 |")
+
+    source = '=== "H100"\n\n    [[table]]\n\nafter\n[[table]]'
+    out = directives.rewrite_directives(source, page, render)
+    inside = '=== "H100"\n\n    | a |\n    |---|\n\n    | 1 |\n\n'
+    assert out == inside + "after\n| a |\n|---|\n\n| 1 |"
