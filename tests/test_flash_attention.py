@@ -259,24 +259,43 @@ def test_backward_kernels_offset_a_head_in_int64():
         assert not narrow, (name, narrow)
 
 
+LESSON_02 = [  # the lesson's three pages, in the nav's order
+    "02-flash-attention-mixed-precision.md",
+    "02-flash-attention-backward.md",
+    "02-mixed-precision.md",
+]
+
+
 def test_the_pages_blocks_copied_in_order_define_before_use(tmp_path):
     # review 2026-11-27 mod-01: the collapsed benchmark block came before the
-    # memory block that defines _forward_only; copied in order, it stopped
+    # memory block that defines _forward_only; copied in order, it stopped.
+    # The lesson is three pages now: read in order, their blocks (collapsed
+    # ones and excerpts of the file included: a reader copies them too) are
+    # the whole file, each section once, imports first.
     import importlib.util
     import re
 
     from conftest import REPO_ROOT
 
-    page = REPO_ROOT / "docs/gpu-architecture/02-flash-attention-mixed-precision.md"
-    blocks = re.findall(
-        r"^ *```python\n(.*?)^ *```", page.read_text(), flags=re.M | re.S
-    )
+    docs = REPO_ROOT / "docs" / "gpu-architecture"
     source = (REPO_ROOT / "snippets" / "flash_attention.py").read_text()
-    parts = []
-    for block in blocks:  # collapsed blocks included: a reader copies them too
-        for name in re.findall(r'--8<-- "flash_attention\.py:(\w+)"', block):
-            start, end = f"# --8<-- [start:{name}]\n", f"# --8<-- [end:{name}]"
-            parts.append(source.split(start, 1)[1].split(end, 1)[0])
+    parts, names = [], []
+    for page in LESSON_02:
+        blocks = re.findall(
+            r"^ *```python[^\n]*\n(.*?)^ *```",
+            (docs / page).read_text(),
+            flags=re.M | re.S,
+        )
+        for block in blocks:
+            for name in re.findall(r'--8<-- "flash_attention\.py:(\w+)"', block):
+                start, end = f"# --8<-- [start:{name}]\n", f"# --8<-- [end:{name}]"
+                parts.append(source.split(start, 1)[1].split(end, 1)[0])
+                names.append(name)
+    sections = re.findall(r"# --8<-- \[start:(\w+)\]", source)
+    assert set(names) == set(sections), set(sections) ^ set(names)
+    assert names[0] == "imports"
+    others = [n for n in names if n != "imports"]  # each page shows the imports
+    assert len(others) == len(set(others)), others
     path = tmp_path / "page_02_program.py"
     path.write_text("\n".join(parts))
     spec = importlib.util.spec_from_file_location(path.stem, path)
@@ -284,6 +303,41 @@ def test_the_pages_blocks_copied_in_order_define_before_use(tmp_path):
     spec.loader.exec_module(module)  # module level only: main() is not called
     assert module.BENCHMARKS[0]["triton"] is module._forward_only
     assert callable(module.main)
+
+
+# Issue 34 item 6: each page of the lesson links the glossary at the first use
+# of the terms it leans on, once, at an anchor the glossary has.
+LESSON_02_TERMS = {
+    "02-flash-attention-mixed-precision.md": [
+        "hbm", "ridge-point", "roofline", "program", "arithmetic-intensity",
+        "grid", "sm", "l2", "tensor-core", "constexpr", "mask",
+        "tensor-descriptor", "stride", "tma", "shared-memory", "num-warps",
+        "interpreter",
+    ],
+    "02-flash-attention-backward.md": [
+        "program", "grid", "stride", "interpreter", "tensor-core", "mma",
+        "warp", "tma",
+    ],
+    "02-mixed-precision.md": ["tensor-core", "ptx", "shared-memory", "tma", "stride"],
+}  # fmt: skip
+
+
+def test_lesson_02_links_each_term_to_the_glossary_once():
+    import re
+
+    from conftest import REPO_ROOT
+
+    assert list(LESSON_02_TERMS) == LESSON_02
+    glossary = (REPO_ROOT / "docs" / "reference" / "glossary.md").read_text()
+    anchors = set(re.findall(r"\{ #([\w-]+) \}", glossary))
+    for page, terms in LESSON_02_TERMS.items():
+        text = (REPO_ROOT / "docs" / "gpu-architecture" / page).read_text()
+        linked = re.findall(r"\]\(\.\./reference/glossary\.md#([\w-]+)\)", text)
+        assert set(linked) <= anchors, (page, set(linked) - anchors)
+        missing = [t for t in terms if t not in linked]
+        assert not missing, f"{page} does not link {missing} to the glossary"
+        twice = sorted({t for t in linked if linked.count(t) > 1})
+        assert not twice, f"{page} links {twice} more than once: at first use only"
 
 
 def test_delta_is_rowsum_of_dout_times_out(seeded):

@@ -463,7 +463,7 @@ def test_the_notebooks_timing_method_is_the_one_the_pages_describe():
     "path",
     ["index.md", "gpu-architecture/01-gpu-architecture.md",
      "gpu-architecture/01-roofline.md", "gpu-architecture/01-coalescing-occupancy.md",
-     "gpu-architecture/02-flash-attention-mixed-precision.md",
+     "gpu-architecture/02-flash-attention-backward.md",
      "gpu-architecture/04-gpu-profiling.md", "triton-series/vector-addition.md",
      "triton-series/softmax.md", "triton-series/online-softmax.md",
      "triton-series/tiled-gemm.md"],

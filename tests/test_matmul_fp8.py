@@ -26,7 +26,7 @@ from conftest import (
 
 from triton_course.runner import discovery as D
 
-PAGE = REPO_ROOT / "docs" / "triton-series" / "tiled-gemm.md"
+PAGE = REPO_ROOT / "docs" / "triton-series" / "fp8-gemm.md"  # #34: its own page
 
 mf = load_snippet("matmul_fp8")
 FP8 = torch.float8_e4m3fn
@@ -101,8 +101,12 @@ def test_matches_the_float64_product(m, n, k, rowwise, poisoned):
         {"host_desc": False},
         {"fast_accum": False},
         # on a GPU the tuned tiles: triton 3.6 needs K >= 32 for an fp8 dot
-        {"config": {**(mf.HOPPER_CONFIGS[True] if HAS_GPU else SMALL),
-                    "EPILOGUE_SPLIT": True}},  # fmt: skip
+        {
+            "config": {
+                **(mf.HOPPER_CONFIGS[True] if HAS_GPU else SMALL),
+                "EPILOGUE_SPLIT": True,
+            }
+        },  # fmt: skip
     ],
     ids=["per-tile", "device-descriptors", "precise", "split-epilogue"],
 )

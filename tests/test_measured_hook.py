@@ -719,7 +719,7 @@ def test_roofline_is_the_probe_even_where_the_old_runner_raised_it(tmp_path):
 def test_lesson_02_names_the_longest_h100_sequence_the_data_hold():
     # review 02 finding 1: "the longest sequence" sentence names N and selects
     # that row; N must be the largest n_ctx of the H100 forward data.
-    page = REPO_ROOT / "docs/gpu-architecture/02-flash-attention-mixed-precision.md"
+    page = REPO_ROOT / "docs/gpu-architecture/02-flash-attention-backward.md"
     text = page.read_text()
     said = re.search(
         r"the longest sequence the benchmark runs, \\\(N = (\d+)\\\)", text

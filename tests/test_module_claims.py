@@ -31,6 +31,8 @@ L01 = DOCS / "01-gpu-architecture.md"
 # Lesson 01 is three pages: its wording tests read them as one text
 L01_PAGES = (L01, DOCS / "01-roofline.md", DOCS / "01-coalescing-occupancy.md")
 L02 = DOCS / "02-flash-attention-mixed-precision.md"
+L02_BWD = DOCS / "02-flash-attention-backward.md"
+L02_MP = DOCS / "02-mixed-precision.md"
 L04 = DOCS / "04-gpu-profiling.md"
 # lesson 04 is three pages (#34); their wording is checked as one text
 L04_PARTS = [L04, DOCS / "04-nsight-compute.md", DOCS / "04-worked-optimisation.md"]
@@ -208,7 +210,7 @@ def test_bf16_compiles_everywhere_and_only_fp8_e4m3_needs_sm89(facts):
 
 
 def test_the_pages_do_not_say_bf16_needs_ampere():
-    for page in (INDEX, L02):
+    for page in (INDEX, L02, L02_MP):
         text = _text(page)
         assert "bf16 needs Ampere" not in text, page.name
         assert not re.search(r"`tl\.dot` in bf16 or tf32 \| Ampere", text)
@@ -318,7 +320,7 @@ def test_v1_loads_two_16_byte_vectors_per_thread_and_trip(facts):
 # ------------------------------------------------------- flash attention ---
 def test_warp_specialize_changes_nothing_in_the_forward_kernel_on_sm90(facts):
     assert facts["warp_specialize same ptx on sm90"] == {"False": True, "True": True}
-    text = _text(L02)
+    text = _text(L02_BWD)
     assert "exercise 5 asks you to measure it" not in text
     assert "exercise 5 asks you to time the first" not in text
 
@@ -354,20 +356,20 @@ def test_the_fold_is_not_said_to_save_a_tile():
 
 
 def test_lesson_02_types_no_reading_of_the_target_rows():
-    text = _text(L02)
+    text = _text(L02_BWD)
     assert "shorter sequences are where the target is hardest" not in text
     assert "hardest rows are the short causal ones" not in text
 
 
 def test_no_directive_selects_the_dropped_16384_rows():
-    for page in (*L01_PAGES, L02):
+    for page in (*L01_PAGES, L02, L02_BWD, L02_MP):
         assert not re.search(
             r"bench=flash_attention_\w+[^\]]*n_ctx=16384", page.read_text()
         )
 
 
 def test_exercise_1_uses_the_benchmarks_heads():
-    ex = L02.read_text().split("## Exercises")[1]
+    ex = L02_MP.read_text().split("## Exercises")[1]
     first = ex.split("2. ")[0]
     assert "16 heads" in first and "32 heads" not in first
 
@@ -435,7 +437,7 @@ def test_fp16_rounds_values_below_its_smallest_subnormal():
     assert torch.tensor(tiny * 0.6).half().item() == tiny
     assert torch.tensor(tiny * 0.51).half().item() == tiny
     assert torch.tensor(tiny * 0.5).half().item() == 0.0
-    text = _text(L02)
+    text = _text(L02_MP)
     assert "flushed to zero" not in text and "flush to zero" not in text
     assert "anything at or below half of it rounds to zero" in text
 
@@ -568,7 +570,7 @@ def test_the_module_index_places_the_e4m3_dot_in_lesson_02():
 
 
 def test_review_findings_on_ridge_rows_warps_ranges_and_l2_ceiling():
-    l01, l02, l04 = _l01(), _text(L02), _l04_text()
+    l01, l02, l04 = _l01(), _text(L02_BWD), _l04_text()
     # review 01 finding 7: fma_chain's side of the ridge is up to the data
     assert "Both points here sit right of the ridge" not in l01
     assert "`fma_chain` sits near the ridge" in l01
@@ -634,9 +636,9 @@ def _global_loads(code) -> set[str]:
     return names
 
 
-# Lesson 01's pages are checked by tests/test_visible_code.py: its main() calls
-# the kernels of two pages, so it is in a collapsed block, not the last one shown
-@pytest.mark.parametrize("page", [L02, L04], ids=lambda p: p.stem)
+# Lessons 01 and 02 are checked by tests/test_visible_code.py: each main() calls
+# the kernels of several pages, so it is not the last block a page runs
+@pytest.mark.parametrize("page", [L04], ids=lambda p: p.stem)
 def test_the_visible_code_of_the_page_is_a_whole_program(page, tmp_path):
     # Copied top to bottom, the page's visible blocks must define everything
     # they call: the imports first, no helper only in a collapsed block.

@@ -100,7 +100,7 @@ def test_a_static_stride_persistent_loop_keeps_a_partial_last_round():
     tiles = (8192 // 128) * (8192 // 256)
     rounds = _persistent_rounds(tiles, 132)
     assert tiles == 2048 and len(rounds) == 16 and rounds[-1] == 68
-    for path in ("triton-series/tiled-gemm.md",):
+    for path in ("triton-series/tiled-gemm-hopper.md",):  # #34: its own page
         text = _page(path)
         assert "no launch wave is left half empty" not in text
         assert "68" in text and "132" in text  # the page does the arithmetic
@@ -208,13 +208,15 @@ def test_grouping_is_judged_against_the_cublas_timed_beside_it():
     assert "value=vs:matmul_ungrouped" not in text
     assert "clearest at the largest size" not in text and ">1.2" not in text
     section = text[text.index("[[timings matmul_ungrouped]]") :]
-    section = section[: section.index("The course's target for the tiled")]
+    section = section[: section.index("</details>")]  # #34: its collapsed block
     assert "bench=matmul_ungrouped gpu=h100 value=ratio:cuBLAS" in section
     assert "bench=matmul gpu=h100 value=ratio:cuBLAS" in section
 
 
 def test_no_step_gain_is_a_ratio_of_two_tables():
-    text = _page("triton-series/tiled-gemm.md")
+    text = _page("triton-series/tiled-gemm.md") + _page(
+        "triton-series/tiled-gemm-hopper.md"
+    )
     for bench in ("matmul_tma", "matmul_tma_persistent", "matmul_tma_persistent_split"):
         assert f"bench={bench} gpu=h100 value=vs:" not in text
         assert f"bench={bench} gpu=h200 value=vs:" not in text
@@ -224,7 +226,7 @@ def test_no_step_gain_is_a_ratio_of_two_tables():
 @pytest.mark.parametrize(
     "path",
     ["triton-series/vector-addition.md", "triton-series/softmax.md",
-     "triton-series/tiled-gemm.md", "reference/triton-at-a-glance.md"],
+     "triton-series/tiled-gemm-hopper.md", "reference/triton-at-a-glance.md"],
 )  # fmt: skip
 def test_pages_that_describe_the_timer_say_which_data_it_timed(path):
     text = _page(path)
@@ -233,6 +235,16 @@ def test_pages_that_describe_the_timer_say_which_data_it_timed(path):
     # single-round data): no page may describe data the site no longer has
     for data in (REPO_ROOT / "data" / "timings").glob("*.json"):
         assert json.loads(data.read_text("utf-8"))["format_version"] == 2
+    assert "single-round" not in text and "H200" not in text
+
+
+@pytest.mark.parametrize(
+    "path", ["triton-series/tiled-gemm.md", "triton-series/fp8-gemm.md"]
+)
+def test_gemm_pages_describe_no_data_the_site_no_longer_has(path):
+    # #34: the launch path is named where the small sizes are read (the
+    # Hopper page, above); the other GEMM pages describe no removed data
+    text = _page(path)
     assert "single-round" not in text and "H200" not in text
 
 
@@ -652,8 +664,10 @@ def test_softmax_page_counts_and_launches_as_the_snippet_does():
 
 
 def test_tiled_gemm_page_keeps_unmeasured_and_flippable_claims_out():
-    # tiled-gemm review #6, #7, #8
-    page = _page("triton-series/tiled-gemm.md")
+    # tiled-gemm review #6, #7, #8 (#34: the small sizes on the Hopper page)
+    page = _page("triton-series/tiled-gemm.md") + _page(
+        "triton-series/tiled-gemm-hopper.md"
+    )
     assert "why it raises the L2 hit rate" not in page
     assert "When B, with the A bands in flight, is larger than the L2 cache" in page
     assert "does not run at the same speed" not in page
@@ -994,7 +1008,7 @@ def test_the_series_states_prerequisites_and_a_time_per_tutorial():
     assert "about 150 words a minute" in " ".join(part.split())
     row = r"^\| (\d) \| (.+?) \| .*? \| about (\d+) minutes \|$"
     rows = re.findall(row, part, re.M)
-    assert [r[0] for r in rows] == ["0", "1", "2", "3", "4"], rows
+    assert [r[0] for r in rows] == ["0", "1", "2", "3", "4", "5", "6"], rows
     for _, cell, minutes in rows:
         link = re.search(r"\]\(([\w-]+\.md)\)", cell)
         page = SERIES / (link.group(1) if link else "index.md")
@@ -1013,7 +1027,8 @@ def test_the_tiled_gemm_notebook_points_to_the_table_that_has_its_kernels():
         for p in DOCS.rglob("*.md")
     }
     assert "matmul_tma" in " ".join(tables["tiled-gemm.md"])
-    assert tables["01-gpu-architecture.md"] == ["gpu_basics"]
+    # lesson 01's table moved with its section (#34, split-l01's handoff)
+    assert tables["01-coalescing-occupancy.md"] == ["gpu_basics"]
 
 
 # ------------------------------ independent review of 2026-11-27 (ser1) ---
@@ -1030,10 +1045,12 @@ def test_the_gemm_page_says_which_of_its_blocks_make_the_program():
     main = (REPO_ROOT / "snippets" / "matmul.py").read_text(encoding="utf-8")
     main = main.split("# --8<-- [start:main]")[1].split("# --8<-- [end:main]")[0]
     assert 'if __name__ == "__main__":' in main
-    page = _page("triton-series/tiled-gemm.md")
-    assert "The Python blocks shown open on this page" in page
-    assert "those inside collapsed boxes" in page
-    assert "the TMA and FP8 kernels after that point are defined but not run" in page
+    # #34: each GEMM page's visible code is a program of its own; what it
+    # leaves out (the launchers, the scripts' main) is in collapsed boxes
+    for path in ("tiled-gemm.md", "tiled-gemm-hopper.md", "fp8-gemm.md"):
+        page = _page(f"triton-series/{path}")
+        assert "The Python blocks shown open on this page" in page, path
+        assert "are in collapsed boxes" in page, path
 
 
 def test_the_gemm_page_names_the_ridge_as_the_courses_measurement():
@@ -1070,7 +1087,9 @@ def test_a_row_major_wave_spans_whole_row_bands_of_c():
 
 def test_grouping_is_not_concluded_from_one_run():
     # ser1-04: what grouping bought at 8192³ differed between two H100 runs
-    page = _page("triton-series/tiled-gemm.md")
+    page = _page("triton-series/tiled-gemm.md") + _page(
+        "triton-series/tiled-gemm-hopper.md"
+    )
     assert "this data does not show grouping helping at that size" not in page
     assert "the page draws no conclusion about grouping from one run" in page
     assert "measured effect at that size in this run" in page
@@ -1101,6 +1120,6 @@ def test_the_page_says_what_tl_ranges_docstring_says_of_warp_specialize():
     doc = " ".join(tl.range.__doc__.split())
     assert "warp specialization is only supported on Blackwell GPUs" in doc
     assert "only works on simple matmul loops" in doc
-    page = _page("triton-series/tiled-gemm.md")
+    page = _page("triton-series/tiled-gemm-hopper.md")  # #34: its own page
     assert "one-word change" not in page
     assert "only supported on Blackwell GPUs and only works on simple matmul" in page
