@@ -328,6 +328,39 @@ REFUSED = {
         "FAIL shape=(3, 7) new_values=True float32",
         "7 of 7 elements differ",
     ],
+    # lesson 04's rmsnorm (issue #36): fast kernels that are wrong, or not
+    # kernels at all
+    "rmsnorm-store_without_mask": [
+        "FAIL shape=(3, 7) float32\n       - rmsnorm_kernel (line 19): a store "
+        "of 1 element(s) past the end of the output made by torch.empty",
+    ],
+    "rmsnorm-torch_only": [
+        "FAIL shape=(1, 1) float32\n       - no Triton kernel defined in your "
+        "file was launched",
+    ],
+    "rmsnorm-torch_rms_then_kernel": [
+        "FAIL shape=(1, 1) float32\n       - your kernels read 1 element(s) of "
+        "memory that is neither x nor w nor written by them",
+    ],
+    # right on ordinary values; in float16 the squares of 300 overflow (in
+    # bfloat16 the interpreter's arithmetic fails it earlier)
+    "rmsnorm-fp16_squares": [
+        "ok   shape=(40, 5) float16",
+        "ok   shape=(3, 50) scale=300.0 float32",
+        "FAIL shape=(3, 50) scale=300.0 float16\n       - ",
+    ],
+    # 1 / (rms + eps): only the case where eps matters fails, with its hint
+    "rmsnorm-eps_outside_root": [
+        "ok   shape=(40, 5) bfloat16",
+        "FAIL shape=(3, 60) eps=1.0 scale=0.1 float32\n       - ",
+        "elements differ: max abs error",
+        "hint: eps goes inside the square root",
+    ],
+    # wide loads, but a program per element: each row read n_cols + 1 times
+    "rmsnorm-program_per_element": [
+        "FAIL shape=(3, 7) float32\n       - element (0, 0) of x was loaded 8 "
+        "times: the starter reads each element 2 times",
+    ],
 }
 
 
@@ -345,6 +378,11 @@ UP_TO_FIRST_FAILURE = {
     "colsum-column_scalar_loads",  # a program per column: slow to interpret
     "colsum-hard_coded_rows",
     "colsum-cache_by_shape",
+    "rmsnorm-store_without_mask",
+    "rmsnorm-torch_only",
+    "rmsnorm-torch_rms_then_kernel",
+    "rmsnorm-program_per_element",
+    "rmsnorm-eps_outside_root",
 }
 
 
@@ -362,3 +400,47 @@ def test_wrong_attempt_is_refused(attempt, capsys):
 
 def test_every_attempt_file_is_checked():
     assert {p.stem for p in ATTEMPTS.glob("*.py")} == set(REFUSED)
+
+
+# Lesson 04's rmsnorm gives a correct but slow kernel to make fast: the starter
+# itself must fail as slow (one scalar per tl.load), with the page's pointer,
+# while its values are right (checked on small cases, without the inspection)
+def test_the_rmsnorm_starter_fails_as_correct_but_slow(capsys):
+    starter = ATTEMPTS.parents[2] / "exercises" / "starters" / "rmsnorm.py"
+    assert check(registry()["rmsnorm"], starter, first_failure=True) == 1
+    report = capsys.readouterr().out
+    assert "ok   shape=(1, 1) bfloat16" in report  # a row of 1: nothing to walk
+    assert (
+        "FAIL shape=(3, 7) float32\n       - correct but slow: a tl.load of "
+        "rmsnorm_kernel read a block of 1 lane(s) (4-byte elements) from a row "
+        "of 7" in report
+    ), report
+    assert "usual causes of a slow kernel, no. 4" in report
+    assert "hint: give the kernel a BLOCK: tl.constexpr" in report
+
+
+def test_the_rmsnorm_starter_computes_the_task(tmp_path):
+    import dataclasses
+
+    from triton_course.exercises._check import Poisoner, Watch, load_attempt, run_cases
+
+    starter = ATTEMPTS.parents[2] / "exercises" / "starters" / "rmsnorm.py"
+    # small cases of every kind the task names (strides, eps, overflow, empty)
+    cases = [
+        {"shape": (2, 9), "strided": (0,)},
+        {"shape": (3, 5), "strided": (1,)},
+        {"shape": (2, 6), "padded": True},
+        {"shape": (2, 30), "eps": 1.0, "scale": 0.1},
+        {"shape": (3, 8), "zero_row": True},
+        {"shape": (2, 40), "scale": 300.0},
+        {"shape": (0, 5)},
+        {"shape": (4, 0)},
+    ]
+    exercise = dataclasses.replace(
+        registry()["rmsnorm"], cases=cases, inspect=None, dtypes=("float32", "float16")
+    )
+    watch = Watch()
+    fn = load_attempt(starter).rmsnorm
+    results = list(run_cases(exercise, fn, Poisoner(starter, watch=watch), watch))
+    assert len(results) == 2 * len(cases)
+    assert all(not problems for _, problems in results), results

@@ -200,6 +200,20 @@ def _colsum_spot(args, out, gen):
     return out[c].double(), x[:, c].double().sum(dim=0)
 
 
+def _rmsnorm_make(size, dtype, device, gen):
+    x = _randn((size["rows"], size["cols"]), dtype, device, gen)
+    return (x, _randn(size["cols"], dtype, device, gen), size["eps"])
+
+
+def _rmsnorm_spot(args, out, gen):
+    from .rmsnorm import reference
+
+    x, w, eps = args
+    _expect(out, x.shape, x.dtype)
+    r = _pick(x.shape[0], SPOT_ROWS, gen, x.device)
+    return out[r].double(), reference(x[r], w, eps)
+
+
 def _transpose_spot(args, out, gen):
     (x,) = args
     _expect(out, (x.shape[1], x.shape[0]), x.dtype)
@@ -345,6 +359,22 @@ BENCHES: dict[str, Bench | Untimed] = {
         hint="tiles whose rows are adjacent columns (coalesced loads) walking "
         "down the rows with a float32 accumulator, and enough programs (or a "
         "split over the rows) to keep every SM busy.",
+    ),
+    "rmsnorm": Bench(
+        size={"rows": 16384, "cols": 4096, "eps": 1e-6},
+        dtype="bfloat16",
+        metric="bandwidth",
+        model="reads x once and w, writes y once: (2 x rows + 1) x cols x 2 "
+        "bytes (a second read of a row, from L2, not counted)",
+        work=lambda s: (2 * s["rows"] + 1) * s["cols"] * 2,
+        memory=lambda s: 3 * s["rows"] * s["cols"] * 2,
+        make=_rmsnorm_make,
+        refill=_normal_,
+        spot=_rmsnorm_spot,
+        tol=(1.6e-2, 1.6e-2),  # the exercise's bfloat16 tolerance
+        hint="one program per row, each loop trip loading a block of 1024 or "
+        "more adjacent elements (tl.arange) into a (BLOCK,) float32 "
+        "accumulator, summed once after the loop: the row sums' v1.",
     ),
     "transpose": Bench(
         size={"rows": 16384, "cols": 8192},

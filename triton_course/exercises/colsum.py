@@ -1,4 +1,4 @@
-"""Column sums with coalesced loads (GPU profiling page, exercise 1)."""
+"""Column sums with coalesced loads (worked optimisation page, exercise 1)."""
 
 from . import Exercise
 
@@ -85,7 +85,7 @@ def inspect(case, args, result, launches):
 EXERCISE = Exercise(
     name="colsum",
     title="Column sums",
-    page="gpu-architecture/04-gpu-profiling.md",
+    page="gpu-architecture/04-worked-optimisation.md",
     function="colsum",
     signature="colsum(x)",
     task="for a 2-D tensor x return its sum over dim 0 (shape (n_cols,), x's "
@@ -102,9 +102,9 @@ EXERCISE = Exercise(
         # the same shape again, new values: a result kept from an earlier call
         # (a cache by shape) fails
         {"shape": (3, 7), "new_values": True},
-        {"shape": (2053, 5)},  # more rows than a loop hard-coded to 1024 or 2048
         {"shape": (40, 3)},  # rows of 12 bytes: few columns, many rows
         {"shape": (5, 300)},  # more columns than rows
+        {"shape": (2053, 5)},  # more rows than a loop hard-coded to 1024 or 2048
         {"shape": (300, 70)},
         {"shape": (0, 5)},  # no rows: every column sums to 0
         {"shape": (4, 0)},

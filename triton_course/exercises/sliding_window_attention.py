@@ -29,7 +29,7 @@ def reference(q, k, v, window):
 EXERCISE = Exercise(
     name="sliding_window_attention",
     title="Sliding-window attention",
-    page="gpu-architecture/02-flash-attention-mixed-precision.md",
+    page="gpu-architecture/02-mixed-precision.md",
     function="sliding_window_attention",
     signature="sliding_window_attention(q, k, v, window)",
     task="for q, k, v of one shape (batch, heads, seq_len, head_dim), one "

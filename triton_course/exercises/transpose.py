@@ -85,7 +85,7 @@ def inspect(case, args, result, launches):
 EXERCISE = Exercise(
     name="transpose",
     title="A coalesced transpose",
-    page="gpu-architecture/01-gpu-architecture.md",
+    page="gpu-architecture/01-coalescing-occupancy.md",
     function="transpose",
     signature="transpose(x)",
     task="for a 2-D tensor x of shape (M, N), any strides, float32 or float16, "
