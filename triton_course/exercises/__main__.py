@@ -101,7 +101,13 @@ def main(argv: list[str] | None = None) -> int:
         if status == 0 and not args.no_speed:
             status = _speed(args.name, args.attempt)
         return status
-    from ._check import check as run_check  # imports torch: only in the subprocess
+    from ._preflight import interpreter_problem  # imports torch: the subprocess
+
+    problem = interpreter_problem()
+    if problem:
+        print(f"CANNOT CHECK: {problem}")
+        return 2
+    from ._check import check as run_check
 
     return run_check(registry()[args.name], args.attempt)
 
