@@ -294,3 +294,42 @@ def test_the_gpu_timer_hides_the_launch_path_and_measures_the_gpu(monkeypatch):
     cycles = int(2000 * timer.cycles_per_us)
     slept = timer.round(lambda: torch.cuda._sleep(cycles))["gpu_ms"]
     assert 0.5 < slept < 4.0
+
+
+def test_a_rows_calls_are_sized_once_and_every_round_takes_its_samples():
+    # The sleep and the sample count come from the first round's enqueue time
+    # and probe; later rounds of the same call only take samples (the
+    # attention rows' eager peer spent most of its time re-sizing itself).
+    import weakref
+
+    timer = object.__new__(M.CudaTimer)  # no CUDA here: the GPU parts are stubs
+    timer._plans = weakref.WeakKeyDictionary()
+    asked = {"host": 0, "samples": []}
+
+    def host_ms(fn):
+        asked["host"] += 1
+        return 0.01
+
+    def gpu_samples(fn, n, sleep_us):
+        asked["samples"].append(n)
+        return [2.0] * n, True
+
+    timer._host_ms, timer.gpu_samples = host_ms, gpu_samples
+    timer.wall_ms = lambda fn, n: 2.0
+
+    def call():
+        pass
+
+    rounds = [timer.round(call) for _ in range(M.ROUNDS)]
+    assert asked["host"] == 2  # two enqueue timings, once
+    n = asked["samples"][1]
+    assert asked["samples"] == [1] + [n] * M.ROUNDS  # one probe, then samples
+    per_sample = 2.0 + M.MIN_SLEEP_US / 1e3 + 0.1  # the probe, sleep and flush
+    assert n == int(M.ROUND_BUDGET_MS / per_sample) > 1
+    assert all(r["gpu_ms"] == 2.0 and r["launch_hidden"] for r in rounds)
+
+    def other():
+        pass
+
+    timer.round(other)  # another call of the row: sized on its own
+    assert asked["host"] == 4 and asked["samples"][-2:] == [1, n]

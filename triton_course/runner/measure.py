@@ -17,7 +17,9 @@ How a row is timed (the method is designed after NVIDIA's NVBench):
   cold, as ``do_bench`` does) and a GPU sleep long enough for the CPU to
   enqueue the whole call before the GPU reaches it: the events see the GPU's
   work, not Python's launch cost. Whether the sleep did cover the enqueue is
-  stored (``launch_hidden``). Separately, ``wall_ms`` is a call's time when
+  stored (``launch_hidden``). The sleep and the number of samples are sized
+  once per contender and row, in its first round, from the enqueue time and
+  one sample. Separately, ``wall_ms`` is a call's time when
   called back to back from Python: the launch path included.
 - **Autotuning confirmed.** Every ``triton.autotune`` of the snippets is
   tuned with that same timer, twice per row (three times if the two differ,
@@ -47,6 +49,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -258,6 +261,7 @@ class CudaTimer:
 
         self.torch = torch
         self.cycles_per_us = float(clock_mhz)  # the sleep counts SM cycles
+        self._plans = weakref.WeakKeyDictionary()  # fn -> _plan(fn)
         self.flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
 
     def _host_ms(self, fn) -> float:
@@ -304,12 +308,22 @@ class CudaTimer:
         end.synchronize()
         return start.elapsed_time(end) / n
 
+    def _plan(self, fn) -> tuple[float, float, int]:
+        """(host ms, sleep µs, samples) of one call: sized in its first round
+        and kept for the row's other rounds, which then spend their time on
+        samples (a row's calls are the same ``fn`` in every round)."""
+        plan = self._plans.get(fn)
+        if plan is None:
+            host = min(self._host_ms(fn) for _ in range(2))
+            sleep_us = max(MIN_SLEEP_US, 2.0 * host * 1e3 + 20.0)
+            probe, _ = self.gpu_samples(fn, 1, sleep_us)
+            per_sample = probe[0] + sleep_us / 1e3 + 0.1  # + the flush, roughly
+            n = int(min(MAX_SAMPLES, max(MIN_SAMPLES, ROUND_BUDGET_MS / per_sample)))
+            plan = self._plans[fn] = (host, sleep_us, n)
+        return plan
+
     def round(self, fn, work=None, wall: bool = True) -> dict:
-        host = min(self._host_ms(fn) for _ in range(2))
-        sleep_us = max(MIN_SLEEP_US, 2.0 * host * 1e3 + 20.0)
-        probe, _ = self.gpu_samples(fn, 1, sleep_us)
-        per_sample = probe[0] + sleep_us / 1e3 + 0.1  # + the flush, roughly
-        n = int(min(MAX_SAMPLES, max(MIN_SAMPLES, ROUND_BUDGET_MS / per_sample)))
+        host, sleep_us, n = self._plan(fn)
         samples, hidden = self.gpu_samples(fn, n, sleep_us)
         gpu = sorted(samples)[len(samples) // 2]
         wall_ms = self.wall_ms(fn, wall_calls(gpu, host)) if wall else None
