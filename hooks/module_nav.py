@@ -43,9 +43,12 @@ def _title(page: Page) -> str:
     source = page.file.abs_src_path
     if source and source.endswith(".md"):
         with open(source, encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("# "):
-                    return line[2:].strip()
+            text = handle.read()
+        if text.startswith("---\n"):  # front matter: its "# " lines are comments
+            text = text.split("\n---\n", 1)[-1]
+        for line in text.splitlines():
+            if line.startswith("# "):
+                return line[2:].strip()
     return page.file.name.replace("-", " ").replace("_", " ").capitalize()
 
 

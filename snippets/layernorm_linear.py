@@ -236,6 +236,8 @@ def layernorm_linear(
         raise ValueError(f"bias must have shape ({n},), got {tuple(bias.shape)}")
     if not eps > 0:
         raise ValueError(f"eps must be positive, got {eps}")
+    if config is not None:
+        config = _check_config(config)
     if out is None:
         out = torch.empty((m, n), dtype=x.dtype, device=x.device)
     elif out.shape != (m, n) or out.dtype != x.dtype or out.device != x.device:
@@ -295,10 +297,6 @@ def layernorm_linear(
         with _on(x.device):  # Triton launches on the current GPU, not x's
             layernorm_linear_autotuned[grid](*args, **flags)
         return out
-    config = dict(config)
-    missing = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"} - config.keys()
-    if missing:
-        raise ValueError(f"config lacks {sorted(missing)}")
     grid = (triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"]),)
     with _on(x.device):
         layernorm_linear_kernel[grid](*args, **flags, **config)
@@ -319,6 +317,23 @@ def _check_x(x):
         raise ValueError(f"x must be 2-D (tokens, features), got {tuple(x.shape)}")
     if not x.is_contiguous():
         raise ValueError("x must be contiguous")
+
+
+def _check_config(config):
+    # GROUP_M = 0 divides by zero in the grouped ordering: the kernel would
+    # compute wrong tiles or none, silently. tl.arange takes powers of two.
+    config = dict(config)
+    missing = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"} - config.keys()
+    if missing:
+        raise ValueError(f"config lacks {sorted(missing)}")
+    for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K"):
+        block = config[key]
+        if not isinstance(block, int) or block < 1 or block & (block - 1):
+            raise ValueError(f"{key} must be a power of two, got {block!r}")
+    group_m = config["GROUP_M"]
+    if not isinstance(group_m, int) or group_m < 1:
+        raise ValueError(f"GROUP_M must be an integer >= 1, got {group_m!r}")
+    return config
 
 
 def _overlaps(a, b) -> bool:
@@ -382,7 +397,8 @@ def _linear_only(x, weight, bias, ln_weight, ln_bias):
 
 
 def _triton_gemm_only(x, weight, bias, ln_weight, ln_bias):
-    # the same kernel with its prologue compiled out: what normalising costs
+    # no statistics kernel, and the GEMM with its prologue compiled out: the
+    # difference to the fused call is what normalising costs
     return layernorm_linear(x, weight, bias, ln_weight, ln_bias, normalize=False)
 
 

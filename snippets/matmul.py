@@ -139,7 +139,7 @@ def matmul(a, b, out=None, config=None, kernel=None):
     num_warps, num_stages) to skip autotuning. Any strides are accepted: a
     transposed view is read in place, without a copy.
     """
-    out = _checked_out(a, b, out)  # every input check; see the next block
+    out = _checked_out(a, b, out, config)  # every input check; see the next block
     (M, K), N = a.shape, b.shape[1]
     if M == 0 or N == 0:
         return out
@@ -194,8 +194,10 @@ SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MAX_OFFSET = 2**31 - 1
 
 
-def _checked_out(a, b, out):
+def _checked_out(a, b, out, config=None):
     """Refuse what the kernel would get wrong; return out (new if None)."""
+    if config is not None:
+        _check_config(config)
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
         raise TypeError("matmul expects two torch.Tensor arguments")
     if a.ndim != 2 or b.ndim != 2:
@@ -243,6 +245,21 @@ def _checked_out(a, b, out):
                 "(or columns of b) that each stay under it"
             )
     return out
+
+
+def _check_config(config):
+    # GROUP_M = 0 divides by zero in the grouped ordering: the kernel would
+    # compute wrong tiles or none, silently. tl.arange takes powers of two.
+    missing = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"} - set(config)
+    if missing:
+        raise ValueError(f"config lacks {sorted(missing)}")
+    for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K"):
+        block = config[key]
+        if not isinstance(block, int) or block < 1 or block & (block - 1):
+            raise ValueError(f"{key} must be a power of two, got {block!r}")
+    group_m = config["GROUP_M"]
+    if not isinstance(group_m, int) or group_m < 1:
+        raise ValueError(f"GROUP_M must be an integer >= 1, got {group_m!r}")
 
 
 def _last_offset(t) -> int:

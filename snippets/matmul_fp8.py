@@ -217,7 +217,7 @@ def matmul_fp8(
     tensor cores' partial sums into the float32 accumulator after every K
     block instead of once per tile (see _dot_fp8).
     """
-    rowwise = _checked_fp8(a, b, a_scale, b_scale)  # every input check; below
+    rowwise = _checked_fp8(a, b, a_scale, b_scale, config)  # every check; below
     (M, K), N = a.shape, b.shape[0]
     out = torch.empty((M, N), dtype=torch.bfloat16, device=a.device)
     if M == 0 or N == 0:
@@ -278,8 +278,10 @@ def _interpreting() -> bool:
 
 
 # --8<-- [start:checks]
-def _checked_fp8(a, b, a_scale, b_scale) -> bool:
+def _checked_fp8(a, b, a_scale, b_scale, config=None) -> bool:
     """Refuse what the kernel cannot run; return True for per-row scales."""
+    if config is not None:
+        _check_config(config)
     tensors = {"a": a, "b": b, "a_scale": a_scale, "b_scale": b_scale}
     for name, t in tensors.items():
         if not isinstance(t, torch.Tensor):
@@ -347,13 +349,30 @@ def _require_fp8_tensor_cores(device) -> None:
         )
 
 
+def _check_config(config):
+    # GROUP_M = 0 divides by zero in the grouped ordering: the kernel would
+    # compute wrong tiles or none, silently. tl.arange takes powers of two.
+    missing = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"} - set(config)
+    if missing:
+        raise ValueError(f"config lacks {sorted(missing)}")
+    for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K"):
+        block = config[key]
+        if not isinstance(block, int) or block < 1 or block & (block - 1):
+            raise ValueError(f"{key} must be a power of two, got {block!r}")
+    group_m = config["GROUP_M"]
+    if not isinstance(group_m, int) or group_m < 1:
+        raise ValueError(f"GROUP_M must be an integer >= 1, got {group_m!r}")
+
+
 # --8<-- [end:checks]
 
 
 # --8<-- [start:reference]
 def matmul_fp8_ref(a, b, a_scale, b_scale):
     """The same product in float32 arithmetic on dequantised inputs, rounded
-    to bfloat16: exact float8 values, so only the summation order differs."""
+    to bfloat16. The float8 values are exact in float32, but each one times
+    its scale is rounded, and the scales come before the sum (the kernel
+    applies them after it): the rounding differs, not only the sum's order."""
     rows = a.float() * a_scale.float()  # (M, K) * (M, 1) or (1,)
     cols = b.float() * b_scale.float().reshape(-1, 1)  # (N, K) * (N, 1) or (1, 1)
     return (rows @ cols.T).to(torch.bfloat16)

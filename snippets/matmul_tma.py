@@ -272,7 +272,7 @@ def matmul_tma(a, b, out=None, persistent=True, split_epilogue=True, config=None
     row-major N x K matrix. TMA needs 16-byte aligned base addresses and row
     strides (K and N multiples of 8 for 16-bit types, of 4 for float32).
     """
-    out, b_kmajor = _checked_tma(a, b, out)  # every input check; see below
+    out, b_kmajor = _checked_tma(a, b, out, config)  # every input check; see below
     (M, K), N = a.shape, b.shape[1]
     if M == 0 or N == 0:
         return out
@@ -343,9 +343,11 @@ def _interpreting() -> bool:
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
-def _checked_tma(a, b, out):
+def _checked_tma(a, b, out, config=None):
     """Refuse what TMA cannot load or the kernel would get wrong; return out
     (new if None) and whether b is the transpose of a row-major N x K."""
+    if config is not None:
+        _check_config(config)
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
         raise TypeError("matmul_tma expects two torch.Tensor arguments")
     if a.ndim != 2 or b.ndim != 2:
@@ -393,6 +395,21 @@ def _checked_tma(a, b, out):
     if any(t.data_ptr() % 16 for t in (a, b, out)):
         raise ValueError("TMA needs 16-byte aligned data pointers")
     return out, b_kmajor
+
+
+def _check_config(config):
+    # GROUP_M = 0 divides by zero in the grouped ordering: the kernel would
+    # compute wrong tiles or none, silently. tl.arange takes powers of two.
+    missing = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"} - set(config)
+    if missing:
+        raise ValueError(f"config lacks {sorted(missing)}")
+    for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K"):
+        block = config[key]
+        if not isinstance(block, int) or block < 1 or block & (block - 1):
+            raise ValueError(f"{key} must be a power of two, got {block!r}")
+    group_m = config["GROUP_M"]
+    if not isinstance(group_m, int) or group_m < 1:
+        raise ValueError(f"GROUP_M must be an integer >= 1, got {group_m!r}")
 
 
 def _overlaps(x, y) -> bool:

@@ -721,6 +721,23 @@ _AXE_RUN_JS = """async rules => {
 }"""
 
 
+# A screen is the 900 px a 1400 px wide laptop window shows (scripts/
+# page_sizes.py measures the same way, at 390 px too).
+SCREENS_JS = "() => document.documentElement.scrollHeight / 900"
+# #34: a lesson page reads in 12 screens or fewer at 1400 px; the limit gives
+# half a screen to fonts and tables that differ between browsers and runs.
+MAX_SCREENS = 12.5
+
+
+def test_every_page_but_the_notebooks_fits_twelve_screens_at_1400px(desktop):
+    long = {
+        url: round(r["screens"], 1)
+        for url, r in desktop.items()
+        if not url.startswith("notebooks/") and r["screens"] > MAX_SCREENS
+    }
+    assert len(desktop) >= 20 and not long, long
+
+
 def test_axe_finds_no_serious_violation_on_any_page_in_either_scheme(desktop):
     assert len(desktop) >= 20, sorted(desktop)
     found = []
@@ -766,6 +783,8 @@ def desktop(browser, server, built_site):
                     "document.body.getAttribute('data-md-color-scheme')"
                 ),
                 "code": page.evaluate(_CODE_JS),
+                # before any tab or block is opened: what a first visit shows
+                "screens": page.evaluate(SCREENS_JS),
             }
             key = url or "./"
             if key in support:

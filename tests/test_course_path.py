@@ -305,3 +305,15 @@ def test_the_install_commands_name_the_extra(source, section):
     assert "--index-url https://download.pytorch.org/whl/cpu" in blocks
     assert "TRITON_INTERPRET=1 python snippets/vector_add.py" in blocks
     assert (REPO_ROOT / "snippets" / "vector_add.py").is_file()
+
+
+def test_a_next_title_is_the_pages_heading_not_a_front_matter_comment(built_site):
+    # A page later in the build has no title yet, so the box reads its first
+    # "# " line: the front matter's comment ("# Earlier pages this one builds
+    # on ...") was taken for the heading of lesson 03's overview.
+    site = built_site[0]
+    pages = [uri for uri in ORDER if uri.endswith(".md") and uri != "index.md"]
+    for uri in pages:
+        for box in BOX_RE.findall(_html(site, uri)):
+            assert "Earlier pages this one builds on" not in box, uri
+    assert len(pages) >= 15

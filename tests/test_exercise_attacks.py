@@ -205,6 +205,22 @@ REFUSED = {
         "element (0, 0) of x was never loaded by your kernel",
         "hint: pass x itself to the kernel",
     ],
+    # review 2026-11-27 of 01-coalescing-occupancy, finding 1: lanes a row of
+    # x apart, while each load as a whole covers whole sectors
+    "transpose-flat_lane_order": [
+        "ok   shape=(21, 40) padded=True float16",
+        "FAIL shape=(64, 96) float32\n       - a tl.load of k, taken 32 lanes "
+        "(a warp) at a time, asks for 128 bytes",
+        "touches 32 32-byte sectors (1024 bytes): only 12 %",
+    ],
+    # finding 2: x copied by a kernel, transposed by PyTorch, copied again
+    "transpose-torch_transpose_between_copies": [
+        "FAIL shape=(1, 1) float32\n       - element (0, 0) of x was never "
+        "loaded by your kernel (by the launch that writes the result)",
+        "the kernel that writes the result read 6144 element(s) of memory that "
+        "is not x",
+        "hint: pass x itself to the kernel",
+    ],
     # lesson 03's silu_mul (issue #36): a backward right for a dense dy only
     "silu_mul-bwd_noncontiguous_dy": [
         "ok   shape=(40, 33) bfloat16",

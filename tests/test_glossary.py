@@ -89,10 +89,13 @@ LESSON_01_TERMS = {
         "shared-memory", "hbm", "tensor-core", "warpgroup", "mma", "sass",
         "tensor-descriptor", "tma", "interpreter", "autotuning",
     ],
-    "01-roofline.md": ["arithmetic-intensity", "roofline", "ridge-point", "ptx"],
+    "01-roofline.md": [
+        "arithmetic-intensity", "roofline", "ridge-point", "ptx", "hbm", "sm",
+        "interpreter", "tensor-core", "program", "block", "constexpr", "sass",
+    ],
     "01-coalescing-occupancy.md": [
         "warp", "coalescing", "stride", "hbm", "sm", "occupancy",
-        "shared-memory", "program", "num-warps", "interpreter",
+        "shared-memory", "program", "num-warps", "interpreter", "l2", "block",
     ],
 }  # fmt: skip
 
@@ -108,3 +111,57 @@ def test_lesson_01_links_each_term_to_the_glossary_once():
         assert not missing, f"{page} does not link {missing} to the glossary"
         twice = sorted({t for t in linked if linked.count(t) > 1})
         assert not twice, f"{page} links {twice} more than once: at first use only"
+
+
+# review 2026-11-27 (01-roofline finding 4, 01-coalescing-occupancy finding 4):
+# the link sits at the first use of the word in the prose, not further down
+FIRST_USE = {
+    "01-roofline.md": {
+        "hbm": r"\bHBM\b", "sm": r"\bSMs?\b", "interpreter": r"\binterpreter\b",
+        "tensor-core": r"\btensor[- ]cores?\b", "program": r"\bprograms?\b",
+        "block": r"(?<!code )\bblocks?\b", "sass": r"\bSASS\b",
+    },
+    "01-coalescing-occupancy.md": {
+        "stride": r"\bstrides?\b", "warp": r"\bwarps?\b", "l2": r"\bL2\b",
+        "block": r"\bblocks?\b", "sm": r"\bSMs?\b", "hbm": r"\bHBM\b",
+        "program": r"\bprograms?\b",
+    },
+}  # fmt: skip
+
+
+def _prose(markdown: str) -> str:
+    """A page's prose: no front matter, code, directives or link targets; each
+    glossary link kept as \\0anchor\\1text\\2."""
+    text = re.sub(r"\A---\n.*?\n---\n", "", markdown, flags=re.S)
+    text = re.sub(r"^\s*```.*?^\s*```", "", text, flags=re.S | re.M)
+    text = re.sub(
+        r"\[([^\]]*)\]\(\.\./reference/glossary\.md#([\w-]+)\)",
+        lambda m: f"\0{m.group(2)}\1{m.group(1)}\2",
+        text,
+    )
+    text = re.sub(r"`[^`]*`", "", text)
+    text = re.sub(r"\[\[[^\]]*\]\]", "", text)
+    return re.sub(r"\]\([^)]*\)", "]", text)
+
+
+def test_lesson_01_links_each_term_at_its_first_use():
+    for page, words in FIRST_USE.items():
+        text = _prose((REPO_ROOT / "docs" / "gpu-architecture" / page).read_text())
+        for anchor, word in words.items():
+            first = re.search(word, text)
+            assert first, (page, anchor)
+            start = text.find(f"\0{anchor}\1")
+            assert start != -1, f"{page}: no glossary link for {anchor}"
+            end = text.find("\2", start)
+            assert start < first.start() < end, (
+                f"{page}: {anchor!r} is first used before its glossary link: "
+                f"...{text[max(0, first.start() - 60) : first.end() + 20]!r}"
+            )
+
+
+def test_the_ridge_point_depends_on_the_units():
+    # review 2026-11-27 (01-roofline finding 2): a kernel left of the matmul
+    # ridge may be bound by its FP32 arithmetic
+    source = (REPO_ROOT / "docs" / "reference" / "glossary.md").read_text()
+    entry = source.split("Ridge point { #ridge-point }", 1)[1].split("{ #", 1)[0]
+    assert "the units a kernel's arithmetic runs on" in " ".join(entry.split())

@@ -307,3 +307,82 @@ def test_lesson_01_says_what_the_launchers_refuse_and_reserve():
     assert "the 1 KB per program that CUDA keeps for itself" in page
     assert "refuses an `out` that overlaps `x`" in page
     assert "lesson 04's [`time_cuda`](04-gpu-profiling.md#2-timing-properly)" in page
+
+
+def test_lesson_01_buttons_open_a_notebook_holding_the_pages_code():
+    # review 2026-11-27, 01-coalescing-occupancy finding 3: the button opened a
+    # notebook without the page's `occupancy` section
+    import json
+
+    from conftest import REPO_ROOT
+    from test_chapter_03 import _BUTTON, _holds, shown_sections
+
+    from triton_course.notebooks import snippet_section
+
+    for page in LESSON_01:
+        text = (REPO_ROOT / "docs" / "gpu-architecture" / page).read_text()
+        for button in _BUTTON.findall(text):
+            notebook = (REPO_ROOT / "docs" / "gpu-architecture" / button).resolve()
+            cells = [
+                "".join(c["source"])
+                for c in json.loads(notebook.read_text())["cells"]
+                if c["cell_type"] == "code"
+            ]
+            shown = shown_sections(text)
+            assert shown, f"{page} shows no code: is the parser broken?"
+            lacking = [
+                f"{name}:{section}"
+                for name, section in shown
+                if not _holds(cells, snippet_section(name, section))
+            ]
+            assert not lacking, f"{page}: {notebook.name} lacks {lacking}"
+    recipe = (REPO_ROOT / "notebooks" / "gpu_architecture.md").read_text()
+    assert "Three of the lesson's kernels" in recipe
+    assert "resident_warps_per_sm(regs, warps, shared, hopper)" in recipe
+
+
+def test_lesson_01_roofline_says_what_the_gpu_runs_and_where_time_turns():
+    # review 2026-11-27, 01-roofline findings 1-3: ptxas unrolls the PTX loop
+    # again; a ridge per kind of unit; the time stays put up to iters = 64,
+    # said through checked claims
+    page = _page01()
+    assert "costs a compare and a branch per trip" not in page
+    assert "The PTX loop is not what the GPU runs: `ptxas`" in page
+    assert "34 trips per compare and branch" in page
+    assert "\\(P\\) is the peak of the units the kernel's arithmetic runs on" in page
+    assert "left of the matmul ridge but right of theirs" in page
+    assert "stays put up to `iters = 16`" not in page
+    assert "stays put up to `iters = 64`" in page
+    assert "so the time more than doubles" in page
+    for claim in (
+        'value=row:iters=1 is=">48" dtype=float32 n_elements=largest iters=64]]',
+        'value=row:iters=64 is="<2" dtype=float32 n_elements=largest iters=256]]',
+    ):
+        assert claim in page, claim
+
+
+def test_lesson_01_says_which_limits_come_from_nvidias_table():
+    # review 2026-11-27, 01-coalescing-occupancy finding 5: the reserve per
+    # block comes from the vendor's table too, not from the device properties
+    page = _page01()
+    assert (
+        "the blocks per SM and the shared memory CUDA reserves per block, which "
+        "it does not give, from NVIDIA's table in `sm_limits`" in page
+    )
+    props = type("P", (), {"major": 9, "minor": 0})()
+    for name in (
+        "multi_processor_count",
+        "max_threads_per_multi_processor",
+        "shared_memory_per_multiprocessor",
+        "regs_per_multiprocessor",
+    ):
+        setattr(props, name, 1)
+    limits = gb.sm_limits(props)
+    assert limits["reserved_shared"] == gb.VENDOR_SM_LIMITS[(9, 0)]["reserved_shared"]
+
+
+def test_lesson_01_transpose_note_says_what_the_checker_refuses():
+    # review 2026-11-27, 01-coalescing-occupancy findings 1-2
+    page = _page01()
+    assert "taken as a whole or 32 lanes (a warp) at a time" in page
+    assert "a kernel that writes the result from anything but `x` itself" in page

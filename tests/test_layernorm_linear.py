@@ -182,6 +182,30 @@ def test_bad_input_is_rejected(change, error, message):
         ll.layernorm_linear(**args)
 
 
+# A config the kernel cannot compute with is refused before anything runs:
+# GROUP_M = 0 divided by zero in the grouped ordering (the interpreter
+# returned the unwritten output, NaN; a GPU computes an undefined quotient).
+BAD_CONFIGS = [
+    ({"GROUP_M": 0}, "GROUP_M must be an integer >= 1"),
+    ({"GROUP_M": -2}, "GROUP_M must be an integer >= 1"),
+    ({"GROUP_M": 1.5}, "GROUP_M must be an integer >= 1"),
+    ({"BLOCK_M": 24}, "BLOCK_M must be a power of two"),
+    ({"BLOCK_N": 0}, "BLOCK_N must be a power of two"),
+    ({"BLOCK_K": 48}, "BLOCK_K must be a power of two"),
+]
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+@pytest.mark.parametrize("change, message", BAD_CONFIGS)
+def test_a_config_the_kernel_cannot_compute_is_refused(change, message, normalize):
+    args = _inputs(40, 64, 48, torch.float16)
+    out = poison_(torch.empty(40, 48, dtype=torch.float16, device=DEVICE))
+    config = {**CONFIGS[0], **change}
+    with pytest.raises(ValueError, match=message):
+        ll.layernorm_linear(*args, out=out, config=config, normalize=normalize)
+    assert torch.isnan(out).all()  # refused before any launch
+
+
 def test_zero_features_is_rejected():
     x = torch.empty(3, 0, device=DEVICE)
     w = torch.empty(4, 0, device=DEVICE)

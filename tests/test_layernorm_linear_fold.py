@@ -303,6 +303,32 @@ def test_bad_input_is_refused_naming_the_argument(change, error, message):
         lf.layernorm_linear(*args.values(), config=SMALL)
 
 
+# A config the kernel cannot compute with is refused before anything runs:
+# GROUP_M = 0 divided by zero in the grouped ordering (the interpreter
+# returned the unwritten output, NaN; a GPU computes an undefined quotient).
+BAD_CONFIGS = [
+    ({"GROUP_M": 0}, "GROUP_M must be an integer >= 1"),
+    ({"GROUP_M": -2}, "GROUP_M must be an integer >= 1"),
+    ({"GROUP_M": 1.5}, "GROUP_M must be an integer >= 1"),
+    ({"BLOCK_M": 24}, "BLOCK_M must be a power of two"),
+    ({"BLOCK_N": 0}, "BLOCK_N must be a power of two"),
+    ({"BLOCK_K": 48}, "BLOCK_K must be a power of two"),
+]
+
+
+@pytest.mark.parametrize("change, message", BAD_CONFIGS)
+def test_a_config_the_kernel_cannot_compute_is_refused(change, message):
+    args = _inputs(40, 64, 48, torch.float16)
+    out = poison_(torch.empty(40, 48, dtype=torch.float16, device=DEVICE))
+    config = {**SMALL, **change}
+    with pytest.raises(ValueError, match=message):
+        lf.layernorm_linear(*args, out=out, config=config)
+    folded = lf.fold_layernorm(*args[1:])
+    with pytest.raises(ValueError, match=message):
+        lf.layernorm_linear_folded(args[0], folded, out=out, config=config)
+    assert torch.isnan(out).all()  # refused before any launch
+
+
 def test_non_contiguous_or_misaligned_tensors_are_refused_for_the_descriptors():
     x, weight, bias, gamma, beta = _inputs(8, 16, 8, torch.float16)
     folded = lf.fold_layernorm(weight, bias, gamma, beta)

@@ -142,6 +142,21 @@ def test_the_reference_dequantises_both_ways():
     torch.testing.assert_close(ref.double(), want.cpu(), **TOLERANCES[torch.bfloat16])
 
 
+def test_the_reference_says_its_dequantised_inputs_are_rounded():
+    # fp8-gemm review #6: a float8 value is exact in float32, that value times
+    # its scale is not, and the reference scales before the sum (the kernel
+    # after it): its rounding differs from the kernel's, not only its order
+    q = torch.tensor([1.875, 1.625, 1.375]).to(FP8)
+    scale = torch.tensor(1 / 3)
+    assert torch.equal(q.float().double(), q.double())  # the float8 values: exact
+    scaled = (q.float() * scale).double()
+    assert not torch.equal(scaled, q.double() * scale.double())  # rounded
+    doc = " ".join(mf.matmul_fp8_ref.__doc__.split())
+    assert "only the summation order differs" not in doc
+    assert "each one times its scale is rounded" in doc
+    assert "the scales come before the sum (the kernel applies them after it)" in doc
+
+
 @needs_fp8
 def test_empty_and_zero_k():
     one = torch.ones(1, device=DEVICE)
@@ -256,6 +271,21 @@ def test_bad_input_gets_a_clear_error(change, error, message):
         mf.matmul_fp8(**args)
 
 
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"GROUP_M": 0}, "GROUP_M must be an integer >= 1"),
+        ({"GROUP_M": 1.5}, "GROUP_M must be an integer >= 1"),
+        ({"BLOCK_N": 24}, "BLOCK_N must be a power of two"),
+    ],
+)
+def test_a_config_the_kernel_cannot_compute_is_refused(change, message):
+    # GROUP_M = 0 divided by zero in the grouped ordering (the review of
+    # layernorm-linear.md, 2026-11-27, #10: the same launcher defect)
+    with pytest.raises(ValueError, match=message):
+        mf.matmul_fp8(**_good(), config={**mf.INTERPRETER_CONFIG, **change})
+
+
 def test_cpu_tensors_without_the_interpreter_are_refused(monkeypatch):
     monkeypatch.setattr(mf, "_interpreting", lambda: False)
     a, b, sa, sb = (t.cpu() for t in quantized(16, 16, 16, rowwise=False))
@@ -308,6 +338,7 @@ def sig(c):
 TALL = BIG | {"BLOCK_M": 256, "BLOCK_N": 128, "MAX_IMPRECISE": 128}
 runs = {"90": (90, BIG, 8), "90-precise": (90, BIG | {"MAX_IMPRECISE": 128}, 8),
         "90-precise-256x128": (90, TALL, 8),
+        "90-fast-256x128": (90, TALL | {"MAX_IMPRECISE": 0}, 8),
         "90-device": (90, BIG | {"DEVICE_DESC": True}, 8),
         "89": (89, SMALL, 4), "80": (80, SMALL, 4)}
 
@@ -319,6 +350,16 @@ def usage(cubin):  # registers and stack (spills) per thread, from cuobjdump
         text = subprocess.run([excerpts.cuobjdump(), "--dump-resource-usage",
                                f.name], capture_output=True, text=True).stdout
     return {k: int(v) for k, v in re.findall(r"(REG|STACK):(\d+)", text)}
+
+def advisories(ptx):  # ptxas's own notes (C75xx), from the ptxas Triton uses
+    import subprocess, tempfile
+    from triton.backends.nvidia.compiler import get_ptxas
+    with tempfile.TemporaryDirectory() as d:
+        Path(d, "k.ptx").write_text(ptx)
+        log = subprocess.run([get_ptxas(90).path, "-v", "--gpu-name=sm_90a",
+                              f"{d}/k.ptx", "-o", f"{d}/k.o"],
+                             capture_output=True, text=True).stderr
+    return sorted(set(re.findall(r"\((C75\d\d)\)", log)))
 out = {}
 for name, (arch, consts, warps) in runs.items():
     try:
@@ -337,6 +378,8 @@ for name, (arch, consts, warps) in runs.items():
         "fences": ttgir.count("ttng.tensormap_fenceproxy_acquire"),
         "shared": k.metadata.shared,
         **(usage(k.asm["cubin"]) if arch == 90 else {})}
+    if name in ("90", "90-precise-256x128", "90-fast-256x128"):
+        out[name]["advisories"] = advisories(ptx)
 json.dump(out, sys.stdout)
 """
 
@@ -359,6 +402,11 @@ def test_what_triton_compiles_for_each_gpu():
     tall = found["90-precise-256x128"]
     assert fast["REG"] < 200 and precise["REG"] >= 240 and tall["REG"] >= 240
     assert fast["STACK"] == 0 and precise["STACK"] > 0 and tall["STACK"] == 0
+    # fp8-gemm review #3: ptxas also says the precise kernel's wgmma are
+    # serialized (C7514) and that it injects a wait (C7517); the fast kernel,
+    # at either tile, gets neither
+    assert {"C7514", "C7517"} <= set(tall["advisories"])
+    assert fast["advisories"] == found["90-fast-256x128"]["advisories"] == []
     # host descriptors: nothing built in the kernel; device ones: three, fenced
     assert fast["tensormap_create"] == fast["fences"] == 0
     assert device["tensormap_create"] == device["fences"] == 3
@@ -370,7 +418,13 @@ def test_what_triton_compiles_for_each_gpu():
     tiles = {k: v for k, v in mf.HOPPER_CONFIGS[False].items() if "BLOCK" in k}
     assert tiles == {"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 128}
     for claim in (
-        f"four `{wgmma}` per K block",
+        f"four [wgmma](../reference/glossary.md#mma) instructions, `{wgmma}`, per "
+        "K block",
+        'advisory C7514: "Potential Performance Loss: wgmma.mma_async '
+        "instructions are serialized due to non wgmma instructions reading "
+        'accumulator registers"',
+        "ptxas injects a wait for it (advisory C7517). The same tiles with fast "
+        "accumulation get neither advisory",
         "128 `add.f32` per thread",
         "no scratch memory and no fence",
         "holds fewer than 200 registers and a thread of the precise one at least 240",
@@ -465,3 +519,43 @@ def test_the_page_shows_every_benchmark_and_the_accuracy():
         assert f"[[timings {desc['name']} " in page
     assert "[[report matmul_fp8_tensorwise accuracy]]" in page
     assert "report" in mf.BENCHMARKS[0] and mf.BENCHMARKS[0]["report"] is mf._accuracy
+
+
+def test_the_takeaway_states_the_bounds_its_claims_check():
+    # fp8-gemm review #1: "~1" of torch._scaled_mm was too close to call in a
+    # second H100 run; the prose states the bound that the build checks
+    page = " ".join(PAGE.read_text(encoding="utf-8").split())
+    assert 'is="~1"' not in page
+    for bound, peer in (("0.9", "cuBLAS FP8 (torch._scaled_mm)"),
+                        ("1.5", "cuBLAS bf16 (torch.matmul)")):  # fmt: skip
+        claim = (f'[[claim bench=matmul_fp8_tensorwise gpu=h100 value="ratio:{peer}" '
+                 f'is=">{bound}"]]')  # fmt: skip
+        assert claim in page, claim
+    assert "kernel runs above 0.9 of `torch._scaled_mm`'s rate at every size" in page
+    assert "and above 1.5 times the rate of cuBLAS's bfloat16 GEMM" in page
+
+
+def test_the_page_says_which_tables_time_the_bfloat16_gemm():
+    # fp8-gemm review #2: the precise table has no bfloat16 peer
+    peers = {d["name"]: set(d["peers"]) for d in mf.BENCHMARKS}
+    bf16 = "cuBLAS bf16 (torch.matmul)"
+    assert bf16 in peers["matmul_fp8_tensorwise"] & peers["matmul_fp8_rowwise"]
+    assert bf16 not in peers["matmul_fp8_precise"]
+    page = " ".join(PAGE.read_text(encoding="utf-8").split())
+    assert "and beside cuBLAS's bfloat16 GEMM on the same matrices" not in page
+    assert (
+        "the two fast-accumulation tables (per tensor and per row) also time "
+        "cuBLAS's bfloat16 GEMM on the same matrices before quantisation, the "
+        "precise one does not" in page
+    )
+
+
+def test_the_page_claims_no_unmeasured_cost_and_leans_on_no_mark():
+    # fp8-gemm review #5: per-row against per-tensor scales is a comparison of
+    # two tables no directive checks; the page states the arithmetic only.
+    # Review #4: the † of stale data is the tables' business; the prose never
+    # depends on it (a new whole run removes it)
+    page = " ".join(PAGE.read_text(encoding="utf-8").split())
+    assert "pays almost nothing" not in page
+    assert "one multiply per element of C (what that costs in time has not" in page
+    assert "earlier version" not in page and "†" not in page

@@ -144,6 +144,29 @@ def test_bad_input_is_rejected(make, error, message):
         mt.matmul_tma(a, b, config=SMALL)
 
 
+# A config the kernel cannot compute with is refused before anything runs:
+# GROUP_M = 0 divided by zero in the grouped ordering (the interpreter
+# returned the unwritten output, NaN; a GPU computes an undefined quotient).
+BAD_CONFIGS = [
+    ({"GROUP_M": 0}, "GROUP_M must be an integer >= 1"),
+    ({"GROUP_M": -2}, "GROUP_M must be an integer >= 1"),
+    ({"GROUP_M": 1.5}, "GROUP_M must be an integer >= 1"),
+    ({"BLOCK_M": 24}, "BLOCK_M must be a power of two"),
+    ({"BLOCK_N": 0}, "BLOCK_N must be a power of two"),
+    ({"BLOCK_K": 48}, "BLOCK_K must be a power of two"),
+]
+
+
+@pytest.mark.parametrize("persistent", [True, False])
+@pytest.mark.parametrize("change, message", BAD_CONFIGS)
+def test_a_config_the_kernel_cannot_compute_is_refused(change, message, persistent):
+    a, b = rand(40, 64, dtype=torch.float16), rand(64, 48, dtype=torch.float16)
+    out = poison_(torch.empty(40, 48, dtype=torch.float16, device=DEVICE))
+    with pytest.raises(ValueError, match=message):
+        mt.matmul_tma(a, b, out=out, persistent=persistent, config={**SMALL, **change})
+    assert torch.isnan(out).all()  # refused before any launch
+
+
 def test_misaligned_pointer_is_rejected():
     buf = rand(8 * 16 + 1, dtype=torch.float16)
     a = buf[1:].view(8, 16)  # row-major, but starts 2 bytes into the buffer

@@ -451,7 +451,8 @@ def test_lesson_01_names_l2_sizes_sectors_programs_and_fp16_dot():
     assert "50 MB L2 moves faster" not in text
     # review 01 finding 9: 32-byte sectors are the caches' unit, not DRAM's
     assert "HBM and the caches move data in fixed pieces: 32-byte" not in text
-    assert "The caches (L1 and L2) move data in fixed pieces: 32-byte" in text
+    plain = re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", text)  # links as their text
+    assert "The caches (L1 and L2) move data in fixed pieces: 32-byte" in plain
     # review 01 finding 4: programs per SM are 1, 1, 1, 2, 4, 8, 16
     assert "launches one, two, four, … programs per SM" not in text
     assert "as 2, 4, 8 and 16 programs per SM of 4 warps each" in text

@@ -38,7 +38,7 @@ def _compile(script: str) -> dict:
 # The shared memory of a 128 x 256 x 64 tile at 3 and 4 stages, in each of the
 # four variants the one config list serves (sm_90, float16, 8 warps).
 _TMA_SHARED = r"""
-import json, sys
+import json, re, sys
 from pathlib import Path
 from triton_course import codegen, excerpts
 
@@ -60,6 +60,25 @@ for persistent in (True, False):
                 kernel, 90, sig, tile | extra | {"EPILOGUE_SPLIT": split},
                 ["a_ptr", "b_ptr", "c_ptr"], num_warps=8, num_stages=stages)
             out[f"{persistent}-{split}-{stages}"] = k.metadata.shared
+            if persistent and split and stages == 3:  # the launcher's default
+                out["tma90"] = {
+                    "tensormap_create": k.asm["ttgir"].count("ttng.tensormap_create"),
+                    "bulk_tensor": k.asm["ptx"].count("cp.async.bulk.tensor"),
+                }
+# sm_80: the descriptors become ordinary loads; shared-memory instructions of
+# the persistent kernel with a row-major and with a K-major B, at the largest
+# and the smallest tile of its config list
+smem = re.compile(r"\b(?:ldmatrix|ld\.shared|st\.shared)")
+extra = {"NUM_PROGRAMS": 132, "FLATTEN": True, "EPILOGUE_SPLIT": True}
+sig = base | dict.fromkeys(extra, "constexpr")
+for bm, bn, bk, warps in ((128, 256, 64, 8), (64, 64, 32, 4)):
+    for kmajor in (False, True):
+        consts = tile | extra | {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
+                                 "B_KMAJOR": kmajor}
+        k = codegen.compile_kernel(
+            tma.matmul_tma_persistent_kernel, 80, sig, consts,
+            ["a_ptr", "b_ptr", "c_ptr"], num_warps=warps, num_stages=3)
+        out[f"sm80-{bm}x{bn}x{bk}-{kmajor}"] = len(smem.findall(k.asm["ptx"]))
 json.dump(out, sys.stdout)
 """
 SM90_BLOCK_LIMIT = 232_448  # bytes one block may opt in to on sm_90 (CUDA guide)
@@ -78,6 +97,51 @@ def test_four_stages_of_the_big_tile_fit_only_with_the_split_epilogue(tma_shared
     assert tma_shared["True-False-4"] > SM90_BLOCK_LIMIT  # persistent, whole tile
     assert all(tma_shared[f"{p}-{s}-3"] <= SM90_BLOCK_LIMIT
                for p in (True, False) for s in (True, False))  # fmt: skip
+
+
+def test_the_epilogue_buffer_is_set_against_the_block_limit(tma_shared):
+    # tiled-gemm-hopper review #6: NVIDIA's 228 KB per SM named as NVIDIA's,
+    # the per-block 227 KB beside it, and the compiled sizes of both epilogues
+    assert SM90_BLOCK_LIMIT == 227 * 1024
+    page = _page("triton-series/tiled-gemm-hopper.md")
+    assert "in an SM with 228 KB." not in page
+    assert (
+        "An H100 SM has 228 KB of shared memory and one block may use 227 KB of "
+        "it (NVIDIA's figures, Hopper tuning guide)" in page
+    )
+    whole, split = (
+        f"{tma_shared[f'True-{s}-3']:,}".replace(",", " ") for s in ("False", "True")
+    )
+    assert tma_shared["True-True-3"] < tma_shared["True-False-3"]
+    assert (
+        f"the persistent kernel needs {whole} bytes with the whole-tile buffer "
+        f"and {split} bytes with the split one" in page
+    )
+
+
+def test_descriptors_compile_to_tma_copies_not_only_in_the_interpreter(tma_shared):
+    # tiled-gemm-hopper review #3: the installed Triton (3.9 here) compiles
+    # tl.make_tensor_descriptor to TMA for sm_90 too, not only 3.6
+    assert tma_shared["tma90"]["tensormap_create"] == 3
+    assert tma_shared["tma90"]["bulk_tensor"] > 0
+    page = _page("triton-series/tiled-gemm-hopper.md")
+    assert "this works on triton 3.6 and in the 3.9 interpreter" not in page
+    assert "triton 3.6 and 3.9 both compile it to TMA copies for sm_90" in page
+
+
+def test_the_transpose_note_scopes_the_probe_and_counts_this_kernel(tma_shared):
+    # tiled-gemm-hopper review #4: the test of "exactly as many" compiles a
+    # probe dot; this page's kernel on sm_80 stages a K-major B with fewer
+    # shared-memory instructions than a row-major one
+    for t in ("128x256x64", "64x64x32"):
+        assert 0 < tma_shared[f"sm80-{t}-True"] < tma_shared[f"sm80-{t}-False"], t
+    page = _page("triton-series/tiled-gemm-hopper.md")
+    assert "compiled for sm_80 or sm_90, the transposed dot has exactly" not in page
+    assert "compiles a small probe dot with and without a transposed operand" in page
+    assert (
+        "compiled for sm_80, where the descriptors become ordinary loads, its "
+        "K-major B takes fewer shared-memory instructions than a row-major one" in page
+    )
 
 
 def test_the_config_comment_states_what_the_compile_found(tma_shared):
@@ -1092,7 +1156,16 @@ def test_grouping_is_not_concluded_from_one_run():
     )
     assert "this data does not show grouping helping at that size" not in page
     assert "the page draws no conclusion about grouping from one run" in page
-    assert "measured effect at that size in this run" in page
+    # tiled-gemm-hopper review #2: the steps' rows come from five tables, and
+    # a row moved by more than its ± between two H100 runs; no reading rule
+    # turns a few per cent between rows (or columns) into a step's effect
+    assert "has no measured effect at that size in this run" not in page
+    assert "it shows grouping helping, in this run" not in page
+    assert "What each step bought" not in page and "What grouping bought" not in page
+    assert "is not a measured effect of a step" in page
+    assert "is not a measured effect of grouping" in page
+    assert page.count("a row can move by more than its ±") == 1
+    assert page.count("a ratio can move by more than its ±") == 1
 
 
 def test_the_gemm_exercise_reaches_past_fixed_grids_and_says_what_it_checks():
@@ -1123,3 +1196,84 @@ def test_the_page_says_what_tl_ranges_docstring_says_of_warp_specialize():
     page = _page("triton-series/tiled-gemm-hopper.md")  # #34: its own page
     assert "one-word change" not in page
     assert "only supported on Blackwell GPUs and only works on simple matmul" in page
+
+
+def test_the_small_sizes_do_not_cite_launch_hidden_as_evidence():
+    # tiled-gemm-hopper review #5: launch_hidden is false for most of the
+    # rows compared there; a false one does not show a GPU-only gap
+    page = _page("triton-series/tiled-gemm-hopper.md")
+    assert "says where it did), so a gap is mostly work done on the GPU" not in page
+    assert (
+        "(`launch_hidden` false in the data file) the GPU time may hold part of "
+        "the launch: a gap here is not shown to be work done on the GPU alone" in page
+    )
+
+
+_WARP_SPECIALIZE = r"""
+import importlib.util, json, re, sys, tempfile
+from pathlib import Path
+from triton_course import codegen
+
+# the exercise: warp_specialize=True added to the persistent kernel's tl.range
+text = Path("snippets/matmul_tma.py").read_text(encoding="utf-8")
+old = "flatten=FLATTEN)"
+assert text.count(old) == 1
+path = Path(tempfile.mkdtemp()) / "matmul_tma_ws.py"
+path.write_text(text.replace(old, "flatten=FLATTEN, warp_specialize=True)"))
+spec = importlib.util.spec_from_file_location("matmul_tma_ws", path)
+ws = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ws)
+names = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "B_KMAJOR", "INPUT_PRECISION",
+         "EPILOGUE_SPLIT", "NUM_PROGRAMS", "FLATTEN")
+sig = dict.fromkeys(("a_ptr", "b_ptr", "c_ptr"), "*fp16")
+sig |= dict.fromkeys(("M", "N", "K"), "i32") | dict.fromkeys(names, "constexpr")
+out = {}
+for flatten in (True, False):
+    consts = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8,
+              "B_KMAJOR": False, "INPUT_PRECISION": "tf32", "EPILOGUE_SPLIT": True,
+              "NUM_PROGRAMS": 132, "FLATTEN": flatten}
+    try:
+        k = codegen.compile_kernel(ws.matmul_tma_persistent_kernel, 90, sig, consts,
+                                   ["a_ptr", "b_ptr", "c_ptr"], num_warps=4,
+                                   num_stages=3)
+        out[str(flatten)] = "compiled"
+    except Exception as exc:
+        out[str(flatten)] = "failed: " + str(exc).strip().splitlines()[0][:200]
+json.dump(out, sys.stdout)
+"""
+
+
+@pytest.mark.compile_heavy
+def test_the_warp_specialize_exercise_keeps_the_kernels_flatten():
+    # tiled-gemm-hopper review #1: for sm_90 warp_specialize=True compiles
+    # with flatten on as well as off (3.6 and 3.9; the one failure found was
+    # flatten=False for sm_100 on 3.6), so the exercise asks for no flatten
+    found = _compile(_WARP_SPECIALIZE)
+    assert found == {"True": "compiled", "False": "compiled"}, found
+    page = _page("triton-series/tiled-gemm-hopper.md")
+    assert "the two do not combine on every Triton version" not in page
+    assert "(with `flatten=False`" not in page
+
+
+# Issue #34 item 6: the Hopper and FP8 pages link the glossary at the first
+# use of each term they lean on, once (tiled-gemm-hopper and fp8-gemm
+# reviews, #7 each)
+_GLOSSARY_TERMS = {
+    "tiled-gemm-hopper.md": ["tma", "program", "shared-memory", "tensor-descriptor",
+                             "sm", "tensor-core", "grid", "autotuning", "warp"],
+    "fp8-gemm.md": ["tensor-core", "tma", "shared-memory", "tensor-descriptor",
+                    "program", "mma"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("page", sorted(_GLOSSARY_TERMS))
+def test_the_hopper_pages_link_each_glossary_term_once(page):
+    source = (DOCS / "reference" / "glossary.md").read_text(encoding="utf-8")
+    anchors = set(re.findall(r"\{ #([\w-]+) \}", source))
+    text = (SERIES / page).read_text(encoding="utf-8")
+    linked = re.findall(r"\]\(\.\./reference/glossary\.md#([\w-]+)\)", text)
+    assert set(linked) <= anchors, set(linked) - anchors
+    missing = [term for term in _GLOSSARY_TERMS[page] if term not in linked]
+    assert not missing, f"{page} does not link {missing} to the glossary"
+    twice = sorted({term for term in linked if linked.count(term) > 1})
+    assert not twice, f"{page} links {twice} more than once: at first use only"

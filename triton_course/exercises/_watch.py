@@ -5,7 +5,9 @@ While a ``Watch`` is active (``with watch.active():``):
 - every kernel launch is recorded: which ``@triton.jit`` function, from which
   file, its ``tl.constexpr`` arguments, the address of every element its loads
   read, and the address and the value (read back from memory right after the
-  store) of every element its stores and atomics wrote;
+  store) of every element its stores and atomics wrote; each load's and
+  store's addresses are also kept in the shape of its block, with its mask
+  (which lanes are neighbours, as a warp would issue them);
 - a load, store or atomic outside the memory of every tensor passed to the
   launch is stopped *before* it happens (``OutOfBounds``), so a missing mask
   cannot scribble over the checker's own memory, however the output was
@@ -58,6 +60,14 @@ class Launch:
     # lanes of each tl.load's block, masked-off ones included (its tile size)
     load_lanes: list[int] = dataclasses.field(default_factory=list)
     load_itemsizes: list[int] = dataclasses.field(default_factory=list)
+    # each tl.load's and tl.store's addresses in the shape of its block, its
+    # mask (True: the lane runs) and element size: which lanes are neighbours
+    load_tiles: list[tuple[np.ndarray, np.ndarray, int]] = dataclasses.field(
+        default_factory=list
+    )
+    store_tiles: list[tuple[np.ndarray, np.ndarray, int]] = dataclasses.field(
+        default_factory=list
+    )
     constexprs: dict = dataclasses.field(default_factory=dict)
     # Triton's type of every other argument ("*fp16", "i32", "fp32"), for
     # compiling the kernel as a GPU would (_compile.py)
@@ -297,6 +307,16 @@ def _itemsize(handle) -> int:
     return max(handle.get_element_ty().primitive_bitwidth // 8, 1)
 
 
+def _tile(ptrs, mask) -> tuple[np.ndarray, np.ndarray, int]:
+    """An access's addresses in its block's shape, which lanes run, and the
+    size of its elements."""
+    addresses = np.asarray(ptrs.data, dtype=np.uint64)
+    lanes = np.ones(addresses.shape, dtype=bool)
+    if mask is not None and mask.data is not None:
+        lanes = np.broadcast_to(np.asarray(mask.data, dtype=bool), addresses.shape)
+    return addresses, lanes, _itemsize(ptrs)
+
+
 def _to_tf32(values: np.ndarray) -> np.ndarray:
     """Truncate float32 values to TF32 (keep 10 mantissa bits), as the tensor
     cores do: Triton emits no conversion, and the mma reads the fp32
@@ -351,6 +371,7 @@ def install() -> None:
             _launch.load_sizes.append(int(addresses.size))
             _launch.load_lanes.append(int(np.asarray(ptrs.data).size))
             _launch.load_itemsizes.append(_itemsize(ptrs))
+            _launch.load_tiles.append(_tile(ptrs, mask))
             element = ptrs.get_element_ty()
             if other is None and element.is_floating():
                 # Without other= a masked-off lane is undefined (tl.load's
@@ -366,6 +387,8 @@ def install() -> None:
         addresses = _checked(ptrs.data, mask.data, _itemsize(ptrs), "store")
         done = store(self, ptrs, value, mask, *rest, **kwargs)
         _record(addresses, ptrs, mask)
+        if addresses is not None:
+            _launch.store_tiles.append(_tile(ptrs, mask))
         return done
 
     def watched_rmw(self, op, ptr, val, mask, *rest, **kwargs):

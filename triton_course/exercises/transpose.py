@@ -30,10 +30,37 @@ def _sector_use(addresses, itemsize: int) -> tuple[int, int]:
     return addresses.size * itemsize, sectors * SECTOR
 
 
+def _warp_groups(addresses, lanes, itemsize: int):
+    """The addresses of an access split as a GPU's warps would issue them.
+
+    Triton lays the lanes of a warp along the axis of the block whose
+    neighbouring elements are neighbours in memory (the last axis where none
+    is), 32 lanes to a warp: the block is read in that order, 32 lanes at a
+    time, and the lanes its mask turns off fetch nothing."""
+    import numpy as np
+
+    if addresses.ndim == 0:
+        return [addresses[lanes].ravel()]
+    axis = addresses.ndim - 1
+    for a, size in enumerate(addresses.shape):
+        steps = np.diff(addresses.astype(np.int64), axis=a)
+        if size > 1 and (steps == itemsize).all():
+            axis = a
+            break
+    order = np.moveaxis(addresses, axis, -1).ravel()
+    keep = np.moveaxis(lanes, axis, -1).ravel()
+    return [
+        order[i : i + 32][keep[i : i + 32]]
+        for i in range(0, order.size, 32)
+        if keep[i : i + 32].any()
+    ]
+
+
 def inspect(case, args, result, launches):
-    """A contiguous result; every element of x read by the kernel itself; and
-    on the case whose rows start on sector boundaries, every sector a load or
-    store touches used whole."""
+    """A contiguous result; the launches that write it read every element of x
+    and nothing but x; and on the case whose rows start on sector boundaries,
+    every sector a load or store touches used whole, by the access as a whole
+    and by each warp of it."""
     import numpy as np
 
     from ._watch import Watch
@@ -48,16 +75,35 @@ def inspect(case, args, result, launches):
         )
     if not launches or x.numel() == 0:
         return problems
-    loaded = [a for launch in launches for a in launch.loaded]
-    read = np.isin(Watch.addresses(x).ravel(), np.concatenate(loaded or [[]]))
+    # the launches that store into the result: they must do the transpose,
+    # from x itself (not from a copy PyTorch transposed between two launches)
+    out = Watch.addresses(result.detach()).ravel()
+    writers = [
+        launch
+        for launch in launches
+        if any(np.isin(a, out).any() for a in launch.stored)
+    ] or launches
+    loaded = [a for launch in writers for a in launch.loaded]
+    everything = np.concatenate(loaded or [np.zeros(0, dtype=np.uint64)])
+    of_x = Watch.addresses(x).ravel()
+    read = np.isin(of_x, everything)
     if not read.all():
         row, col = divmod(int(np.argmax(~read)), x.shape[1])
         problems.append(
-            f"element ({row}, {col}) of x was never loaded by your kernel: it "
-            "must read x itself, not a copy made in PyTorch (x.t().contiguous() "
-            "does the transpose for you)"
+            f"element ({row}, {col}) of x was never loaded by your kernel (by "
+            "the launch that writes the result): it must read x itself, not a "
+            "copy made in PyTorch (x.t().contiguous() does the transpose for you)"
         )
-    if not case.get("_coalesced"):
+    foreign = np.unique(everything[~np.isin(everything, of_x)])
+    if foreign.size:
+        problems.append(
+            f"the kernel that writes the result read {foreign.size} element(s) "
+            "of memory that is not x: a tensor made in PyTorch (x.t(), "
+            "x.t().contiguous(), a copy of x), or another launch's output. The "
+            "kernel that writes out must load x itself and nothing else, and "
+            "do the transpose"
+        )
+    if problems or not case.get("_coalesced"):
         return problems
     for launch in launches:
         accesses = [
@@ -79,6 +125,25 @@ def inspect(case, args, result, launches):
                     "both ways)"
                 )
                 return problems
+        tiles = [("tl.load", t) for t in launch.load_tiles]
+        tiles += [("tl.store", t) for t in launch.store_tiles]
+        for what, (addresses, lanes, size) in tiles:
+            for group in _warp_groups(addresses, lanes, size):
+                used, moved = _sector_use(group, size)
+                if used < moved:
+                    problems.append(
+                        f"a {what} of {launch.kernel}, taken 32 lanes (a warp) "
+                        f"at a time, asks for {used} bytes in one warp's "
+                        f"access but touches {moved // SECTOR} 32-byte sectors "
+                        f"({moved} bytes): only {100 * used // moved} % of what "
+                        "the memory moves is used. The access as a whole may "
+                        "cover whole sectors, but a warp issues its own: its "
+                        "lanes lie along the axis of the block whose "
+                        "neighbouring elements are neighbours in memory, and "
+                        "along that axis neighbouring lanes must touch "
+                        "neighbouring elements, in x and in out"
+                    )
+                    return problems
     return problems
 
 
@@ -90,9 +155,10 @@ EXERCISE = Exercise(
     signature="transpose(x)",
     task="for a 2-D tensor x of shape (M, N), any strides, float32 or float16, "
     "return a new contiguous (N, M) tensor out with out[j, i] = x[i, j], "
-    "written by your own Triton kernel that reads x itself; its loads and its "
-    "stores must both be coalesced (neighbouring lanes touch neighbouring "
-    "elements). Sizes need not be multiples of your blocks; M or N may be 0.",
+    "written by your own Triton kernel that reads x itself and nothing else; "
+    "its loads and its stores must both be coalesced (in each warp, "
+    "neighbouring lanes touch neighbouring elements). Sizes need not be "
+    "multiples of your blocks; M or N may be 0.",
     target="at 16384 x 8192 float32 a transpose reads 512 MiB and writes 512 "
     "MiB: time it with time_cuda against x.t().contiguous() and the tiled "
     "transpose of lesson 03's memory-access page (its table's row at that "
