@@ -377,6 +377,24 @@ REFUSED = {
         "FAIL shape=(3, 7) float32\n       - element (0, 0) of x was loaded 8 "
         "times: the starter reads each element 2 times",
     ],
+    # review 2026-11-27 (04-worked-optimisation): a row walked a column at a
+    # time, each load spanning 32 rows, w loaded as a 32-lane broadcast
+    "rmsnorm-rows_walk_broadcast_w": [
+        "FAIL shape=(3, 7) float32\n       - correct but slow: a tl.load of "
+        "rmsnorm_kernel read a block of 1 lane(s) (4-byte elements) from a row "
+        "of 7, its lanes spread over 3 rows",
+    ],
+    # one block of 4096 columns, no loop over the row
+    "rmsnorm-single_block_4096": [
+        "ok   shape=(7, 45) padded=True float32",
+        "FAIL shape=(1, 8200) float32\n       - 4104 of 8200 elements are NaN "
+        "where the reference is not (first at index (0, 4096))",
+    ],
+    # a program per column behind a 32-wide tile masked to its own column
+    "colsum-masked_to_one_column": [
+        "FAIL shape=(5, 300) float32\n       - the tl.loads of colsum_kernel read "
+        "1500 values of x in 1500 reads of 32-byte sectors, one per value",
+    ],
 }
 
 
@@ -399,6 +417,9 @@ UP_TO_FIRST_FAILURE = {
     "rmsnorm-torch_rms_then_kernel",
     "rmsnorm-program_per_element",
     "rmsnorm-eps_outside_root",
+    "rmsnorm-rows_walk_broadcast_w",
+    "rmsnorm-single_block_4096",
+    "colsum-masked_to_one_column",
 }
 
 

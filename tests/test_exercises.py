@@ -780,6 +780,120 @@ def test_a_column_walk_fails_as_uncoalesced(tmp_path, capsys):
     assert "hint: v2 of the page loads a (BLOCK_M, BLOCK_N) tile" in report
 
 
+# Review 2026-11-27 (04-worked-optimisation no. 1): a coalesced column sum
+# with BLOCK_N = 32, whose last program on the 50 x 33 strided case holds one
+# column: its running lanes are one per sector only because the mask cut off
+# their neighbours. Right, and coalesced: the checker must accept it.
+TILED_BN32 = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def colsum_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_row, stride_col,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    cols = (tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    col_mask = cols < n_cols
+    rows = tl.arange(0, BLOCK_M)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for start in range(0, n_rows, BLOCK_M):
+        r = start + rows
+        mask = (r[:, None] < n_rows) & col_mask[None, :]
+        offs = r.to(tl.int64)[:, None] * stride_row + cols[None, :] * stride_col
+        acc += tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    total = tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty)
+    tl.store(out_ptr + cols, total, mask=col_mask)
+
+
+def colsum(x):
+    n_rows, n_cols = x.shape
+    out = torch.empty(n_cols, dtype=x.dtype, device=x.device)
+    grid = (triton.cdiv(n_cols, 32),)
+    colsum_kernel[grid](x, out, n_rows, n_cols, x.stride(0), x.stride(1),
+                        BLOCK_M=16, BLOCK_N=32)
+    return out
+"""
+
+
+def test_a_tiled_colsum_whose_last_block_is_one_column_passes(tmp_path, capsys):
+    import dataclasses
+
+    cases = [{"shape": (50, 33), "strided": True}, {"shape": (5, 300)}]
+    exercise = dataclasses.replace(EXERCISES["colsum"], cases=cases)
+    status = check(exercise, _attempt(tmp_path, TILED_BN32))
+    report = capsys.readouterr().out
+    assert status == 0, report
+    assert "ok   shape=(50, 33) strided=True float32" in report
+
+
+# Review 2026-11-27 (04-worked-optimisation no. 7): 32 rows per program, the
+# columns walked one per trip: each load has 32 lanes, one element of each of
+# 32 rows (and w as a 32-lane broadcast of one element), still v0's walk.
+ROWS_WALK = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def rmsnorm_kernel(x_ptr, w_ptr, y_ptr, n_rows, n_cols, stride_row, stride_col,
+                   stride_w, eps, BLOCK_M: tl.constexpr):
+    rows = (tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+    rm = rows < n_rows
+    acc = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    for col in range(0, n_cols):
+        x = tl.load(x_ptr + rows * stride_row + col * stride_col, mask=rm,
+                    other=0.0).to(tl.float32)
+        acc += x * x
+    inv = 1.0 / tl.sqrt(acc / n_cols + eps)
+    for col in range(0, n_cols):
+        x = tl.load(x_ptr + rows * stride_row + col * stride_col, mask=rm,
+                    other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + col * stride_w + 0 * rows).to(tl.float32)
+        y = (x * inv * w).to(y_ptr.dtype.element_ty)
+        tl.store(y_ptr + rows * n_cols + col, y, mask=rm)
+
+
+def rmsnorm(x, w, eps):
+    n_rows, n_cols = x.shape
+    y = torch.empty((n_rows, n_cols), dtype=x.dtype, device=x.device)
+    if n_rows:
+        rmsnorm_kernel[(triton.cdiv(n_rows, 32),)](
+            x, w, y, n_rows, n_cols, x.stride(0), x.stride(1), w.stride(0), eps,
+            BLOCK_M=32)
+    return y
+"""
+
+
+def test_an_rmsnorm_walking_32_rows_a_column_at_a_time_is_slow(tmp_path, capsys):
+    status = check(EXERCISES["rmsnorm"], _attempt(tmp_path, ROWS_WALK), True)
+    report = capsys.readouterr().out
+    assert status == 1, report
+    assert (
+        "FAIL shape=(3, 7) float32\n       - correct but slow: a tl.load of "
+        "rmsnorm_kernel read a block of 1 lane(s) (4-byte elements) from a row "
+        "of 7, its lanes spread over 3 rows"
+    ) in report
+
+
+def test_an_rmsnorm_of_one_block_without_a_loop_fails(tmp_path, capsys):
+    # review no. 8: one block of 4096 columns, no loop over the row, passed
+    # rows of at most 2053 columns; a row longer than any block of up to 8192
+    # columns must be among the cases
+    longest = max(case["shape"][1] for case in EXERCISES["rmsnorm"].cases)
+    assert longest > 8192 and longest % 1024
+    attempt = _mutated(
+        tmp_path,
+        "rmsnorm",
+        ("for start in range(0, n_cols, BLOCK)", "for start in range(0, 1)"),
+        ("BLOCK=1024", "BLOCK=4096"),
+    )
+    report = _fails("rmsnorm", attempt, capsys)
+    assert "ok   shape=(7, 45) padded=True float32" in report
+    assert f"FAIL shape=(1, {longest}) float32" in report
+
+
 def test_a_kernel_the_compiler_refuses_fails(tmp_path, capsys):
     # a float16 accumulator becomes float32 in the loop: the interpreter runs
     # it with right values, Triton's compiler refuses the changing type

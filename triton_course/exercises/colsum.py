@@ -16,6 +16,10 @@ def reference(x):
 
 # A load of at least this many elements, each in its own 32-byte sector, is a
 # column walk: the memory moves a whole sector for every value it delivers.
+# Judged on the load's whole block, masked-off lanes included: the last block
+# of a tiled kernel may hold a single column of x (column 32, the last of 33,
+# with BLOCK_N = 32), its lanes one per sector only because the mask cut
+# off their neighbours (review 2026-11-27, 04-worked-optimisation no. 1).
 WALK = 4
 
 
@@ -54,9 +58,13 @@ def inspect(case, args, result, launches):
     shared = np.unique(mine // np.uint64(32)).size < mine.size  # x's values share
     for launch in launches:
         values = reads = 0  # x's values loaded; 32-byte sectors each load touched
-        for addresses, size in zip(launch.loaded, launch.load_itemsizes, strict=True):
+        for addresses, (block, _, size) in zip(
+            launch.loaded, launch.load_tiles, strict=True
+        ):
             sectors = np.unique(addresses // np.uint64(32)).size
-            if addresses.size >= WALK and sectors == addresses.size:
+            lanes = np.unique(block)  # distinct addresses of the whole block
+            walk = np.unique(lanes // np.uint64(32)).size == lanes.size
+            if addresses.size >= WALK and sectors == addresses.size and walk:
                 problems.append(
                     f"a tl.load of {launch.kernel} read {addresses.size} elements "
                     f"from {sectors} different 32-byte sectors, one each: the "

@@ -22,8 +22,11 @@ def reference(x, w, eps):
     return x / rms * w.double()
 
 
-# A tl.load of fewer lanes than this (or than the row, if shorter) walks the
-# row a few elements at a time: v0 of the page's row sums, not v1.
+# A tl.load of fewer lanes per row than this (or than the row, if shorter)
+# walks the row a few elements at a time: v0 of the page's row sums, not v1.
+# Lanes per row, not lanes: 32 lanes taking one element from each of 32 rows
+# walk every row one column per trip all the same (review 2026-11-27,
+# 04-worked-optimisation no. 7), and lanes that repeat one address count once.
 WIDE = 32
 # The starter reads x twice (the sum of squares, then y); a kernel may keep
 # the row in registers and read it once, but never more than twice.
@@ -67,26 +70,49 @@ def inspect(case, args, result, launches):
         return problems
     wide = min(x.shape[1], WIDE)
     spans = [(a.min(), a.max()) for a in (mine, Watch.addresses(w).ravel())]
+    order = np.argsort(mine)
+    sorted_x = mine[order]
+
+    def slow(launch, lanes, size, rows):
+        spread = f", its lanes spread over {rows} rows" if rows > 1 else ""
+        problems.append(
+            "correct but slow: a tl.load of "
+            f"{launch.kernel} read a block of {lanes} lane(s) "
+            f"({size}-byte elements) from a row of {x.shape[1]}{spread}, so "
+            "the kernel walks the row one element (or a few) at a "
+            "time: a long chain of tiny loads, each waiting on memory "
+            "latency (lesson 04: the usual causes of a slow kernel, "
+            "no. 4, in 04-nsight-compute.md; the row sums' v0 in "
+            "04-worked-optimisation.md). Load a block of the row per "
+            "loop trip, as v1 does."
+        )
+        return problems
+
     for launch in launches:
-        for addresses, lanes, size in zip(
-            launch.loaded, launch.load_lanes, launch.load_itemsizes, strict=True
+        loads = []  # (distinct lanes per row, elements of a row read, size, rows)
+        for addresses, (block, _, size) in zip(
+            launch.loaded, launch.load_tiles, strict=True
         ):
-            ours = any(
+            if not any(
                 ((addresses >= lo) & (addresses <= hi)).any() for lo, hi in spans
-            )
-            if ours and lanes < wide:
-                problems.append(
-                    "correct but slow: a tl.load of "
-                    f"{launch.kernel} read a block of {lanes} lane(s) "
-                    f"({size}-byte elements) from a row of {x.shape[1]}, so "
-                    "the kernel walks the row one element (or a few) at a "
-                    "time: a long chain of tiny loads, each waiting on memory "
-                    "latency (lesson 04: the usual causes of a slow kernel, "
-                    "no. 4, in 04-nsight-compute.md; the row sums' v0 in "
-                    "04-worked-optimisation.md). Load a block of the row per "
-                    "loop trip, as v1 does."
-                )
-                return problems
+            ):
+                continue
+            # the rows of x the running lanes read (none for a load of w)
+            found = np.minimum(np.searchsorted(sorted_x, addresses), mine.size - 1)
+            at = order[found][mine[order[found]] == addresses] // x.shape[1]
+            rows, per_row = np.unique(at, return_counts=True)
+            widest = int(per_row.max()) if rows.size else None
+            lanes = np.unique(block).size // max(rows.size, 1)
+            loads.append((lanes, widest, size, rows.size))
+        # every load of x in the launch reads a few elements of each row: a
+        # walk along the rows, however many rows one load spans
+        of_x = [load for load in loads if load[1] is not None]
+        if of_x and max(load[1] for load in of_x) < wide:
+            _, widest, size, rows = min(of_x, key=lambda load: load[1])
+            return slow(launch, widest, size, rows)
+        for lanes, _, size, rows in loads:
+            if lanes < wide:
+                return slow(launch, lanes, size, rows)
     return problems
 
 
@@ -103,9 +129,9 @@ EXERCISE = Exercise(
     "float eps, return a new contiguous y in x's dtype with y[i, :] = "
     "x[i, :] / sqrt(mean(x[i, :] ** 2) + eps) * w, computed in float32 by "
     "your own Triton kernel that reads x and w themselves, each element of x "
-    "at most twice, in loads of a block of the row (32 lanes or more, or the "
-    "whole row if shorter). Any size, 0 rows or 0 columns included; other "
-    "shapes or dtypes of w may raise a ValueError.",
+    "at most twice, in loads of a block of the row (32 elements of one row "
+    "or more per load, or the whole row if shorter). Any size, 0 rows or 0 "
+    "columns included; other shapes or dtypes of w may raise a ValueError.",
     target="at 16384 x 4096 bfloat16 (a batch of tokens of a 4096-wide "
     "model) the kernel reads x and writes y once each from DRAM: time it with "
     "time_cuda against the starter and torch.nn.functional.rms_norm, and give "
@@ -117,7 +143,10 @@ EXERCISE = Exercise(
         {"shape": (6, 33), "strided": (0,)},  # x: every second column
         {"shape": (9, 20), "strided": (1,)},  # w: every second element
         {"shape": (7, 45), "padded": True},  # rows 3 elements longer in memory
-        {"shape": (1, 2053)},  # more columns than a block of 1024 or 2048
+        # more columns than one block of up to 8192, and not a multiple of
+        # 1024: a kernel without a loop over the row fails (review 2026-11-27,
+        # 04-worked-optimisation no. 8)
+        {"shape": (1, 8200)},
         {"shape": (40, 5)},  # many short rows
         {"shape": (3, 60), "eps": 1.0, "scale": 0.1},  # eps dominates
         {"shape": (6, 40), "zero_row": True},  # a row of zeros: y = 0 there
@@ -129,7 +158,7 @@ EXERCISE = Exercise(
     make_inputs=make_inputs,
     reference=reference,
     inspect=inspect,
-    # float32 sums of up to 2053 squares, and one square root
+    # float32 sums of up to 8200 squares, and one square root
     tolerances={
         "float32": {"atol": 1e-5, "rtol": 1e-5},
         "float16": {"atol": 2e-3, "rtol": 2e-3},
