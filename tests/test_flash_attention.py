@@ -318,7 +318,12 @@ LESSON_02_TERMS = {
         "program", "grid", "stride", "interpreter", "tensor-core", "mma",
         "warp", "tma",
     ],
-    "02-mixed-precision.md": ["tensor-core", "ptx", "shared-memory", "tma", "stride"],
+    # review 2026-11-27 (02-mixed-precision no. 8): mask, descriptor, program
+    # and interpreter were used there without a link
+    "02-mixed-precision.md": [
+        "tensor-core", "ptx", "shared-memory", "tma", "stride", "mask",
+        "tensor-descriptor", "program", "interpreter",
+    ],
 }  # fmt: skip
 
 
@@ -402,10 +407,243 @@ def test_accuracy_table_orders_the_formats():
         (1e-8, 2.0**16, True),  # scaled into range, unscaled in fp32
         (1e-3, 1.0, True),
         (1.0, 2.0**17, False),  # 131072 overflows fp16 (max 65504)
+        # review 2026-11-27 (02-mixed-precision no. 3): the page's own 2**16
+        # (GradScaler's first scale) already overflows a gradient of 1:
+        # 65536 is past 65520, where fp16 rounds to inf
+        (1.0, 2.0**16, False),
     ],
 )
 def test_loss_scaling(grad, scale, survives):
     assert fa.fp16_gradient_survives(grad, scale) is survives
+
+
+def test_the_loss_scaling_paragraph_says_2_16_overflows_a_gradient_of_1():
+    text = _page_text("02-mixed-precision.md")
+    assert "a gradient of 1 scaled by \\(2^{17}\\) overflows" not in text
+    assert "a gradient of 1 scaled by the same \\(2^{16}\\) already overflows" in text
+    assert fa.fp16_gradient_survives(1.0, 2.0**16) is False
+
+
+def _page_text(page: str) -> str:
+    """A lesson 02 page with its line breaks and indents folded to spaces."""
+    import re
+
+    from conftest import REPO_ROOT
+
+    text = (REPO_ROOT / "docs" / "gpu-architecture" / page).read_text()
+    return re.sub(r"\s+", " ", text)
+
+
+def _sections() -> dict[str, str]:
+    import re
+
+    from conftest import REPO_ROOT
+
+    source = (REPO_ROOT / "snippets" / "flash_attention.py").read_text()
+    return {
+        name: source.split(f"# --8<-- [start:{name}]\n", 1)[1].split(
+            f"# --8<-- [end:{name}]", 1
+        )[0]
+        for name in re.findall(r"# --8<-- \[start:(\w+)\]", source)
+    }
+
+
+def _shown(page: str) -> list[str]:
+    import re
+
+    return re.findall(r'--8<-- "flash_attention\.py:(\w+)"', _page_text(page))
+
+
+def test_the_backward_page_counts_its_three_kernels():
+    # review 2026-11-27 (02-flash-attention-backward no. 1): D's kernel, then
+    # dK/dV, then dQ: three launches, none atomic
+    import inspect
+    import re
+
+    launches = re.findall(r"(_attention_bwd_\w+_kernel)\[", inspect.getsource(
+        fa.attention_backward
+    ))  # fmt: skip
+    assert launches == [
+        "_attention_bwd_delta_kernel",
+        "_attention_bwd_dkdv_kernel",
+        "_attention_bwd_dq_kernel",
+    ]
+    text = _page_text("02-flash-attention-backward.md")
+    assert "two kernels without atomics" not in text
+    assert "three kernels without atomics" in text
+    assert "atomic" not in _sections()["backward_kernels"]
+
+
+def test_the_dkdv_sentence_names_the_masked_tail():
+    # review 2026-11-27 (02-flash-attention-backward no. 2): after the
+    # diagonal the later query blocks go without a mask only up to the last
+    # whole block; a last block past n_ctx keeps its row mask
+    code = _sections()["backward_kernels"]
+    assert "full_end = (n_ctx // BLOCK_M) * BLOCK_M" in code
+    assert "tl.maximum(first_full, full_end), n_ctx," in code
+    text = _page_text("02-flash-attention-backward.md")
+    assert "then every later block, unmasked" not in text
+    assert (
+        "then every later query block without a mask, except a last block that "
+        "runs past \\(N\\), which keeps its row mask"
+    ) in text
+
+
+def test_each_page_names_what_its_blocks_borrow_from_other_blocks():
+    # review 2026-11-27 (02-flash-attention-backward no. 3, 02-mixed-precision
+    # no. 5): a name a page's blocks use that a block of another page defines
+    # is named on the page (in backticks), so a reader knows where it is
+    import ast
+
+    sections = _sections()
+    owner = {}
+    for name, code in sections.items():
+        for node in ast.parse(code).body:
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                owner[node.name] = name
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    for x in ast.walk(target):
+                        if isinstance(x, ast.Name):
+                            owner[x.id] = name
+    for page in LESSON_02:
+        shown, text = _shown(page), _page_text(page)
+        used = {
+            x.id
+            for name in shown
+            for x in ast.walk(ast.parse(sections[name]))
+            if isinstance(x, ast.Name)
+        }
+        borrowed = sorted(u for u in used if u in owner and owner[u] not in shown)
+        unnamed = [u for u in borrowed if f"`{u}`" not in text]
+        assert not unnamed, f"{page} uses {unnamed} from other pages' blocks"
+
+
+def test_each_page_says_which_of_its_blocks_the_notebook_lacks():
+    # review 2026-11-27 (02-flash-attention-backward no. 4, 02-mixed-precision
+    # no. 4): the notebook button opens flash_attention.ipynb; a page whose
+    # blocks it lacks says so (and stops saying so once the recipe has them)
+    import re
+
+    from conftest import REPO_ROOT
+
+    recipe = (REPO_ROOT / "notebooks" / "flash_attention.md").read_text()
+    in_notebook = set(re.findall(r'--8<-- "flash_attention\.py:(\w+)"', recipe))
+    for page in LESSON_02:
+        text = _page_text(page)
+        assert "[[notebook ../notebooks/flash_attention.ipynb]]" in text, page
+        lacking = set(_shown(page)) - in_notebook
+        assert ("not in the notebook" in text) == bool(lacking), (page, lacking)
+
+
+def test_the_formats_paragraph_bounds_rounding_and_truncation():
+    # review 2026-11-27 (02-mixed-precision no. 6): eps / 2 bounds rounding to
+    # nearest in the normal range; tf32's truncation errs by up to eps
+    text = _page_text("02-mixed-precision.md")
+    assert "rounding error of one conversion is at most `eps / 2`" not in text
+    assert "rounded to nearest is off by at most `eps / 2`" in text
+    assert "truncation, as tf32's below, by up to `eps`" in text
+    one = torch.tensor(1 + 2.0**-10 - 2.0**-23, dtype=torch.float32)
+    cut = (one.view(torch.int32) & ~((1 << 13) - 1)).view(torch.float32)
+    assert cut.item() == 1.0  # off by almost 2**-10, tf32's eps: more than eps/2
+
+
+def test_exercise_1_compares_with_the_naive_peers_rate():
+    # review 2026-11-27 (02-mixed-precision no. 7): part 2's table gives the
+    # eager peer's rate (TFLOP/s), not its time
+    text = _page_text("02-mixed-precision.md")
+    assert "naive peer's time" not in text
+    assert "which gives its rate: its time is the \\(4 b h N^2 d\\) FLOPs" in text
+    assert "PyTorch eager" in fa.BENCHMARKS[0]["peers"]
+
+
+def _truncated_tf32(x: torch.Tensor) -> torch.Tensor:
+    """x (float64) as a tf32 tensor core reads it: float32 with its low 13
+    mantissa bits cleared (truncation toward zero)."""
+    bits = x.float().contiguous().view(torch.int32) & ~((1 << 13) - 1)
+    return bits.view(torch.float32).double()
+
+
+def test_tf32_error_comes_from_truncated_scores():
+    # review 2026-11-27 (02-mixed-precision no. 2): in float64, truncating Q
+    # and K (every score shrinks toward zero) gives most of the tf32 error of
+    # the accuracy study's inputs; truncating V or the weights P gives little
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn((1, 4, 1024, 64), generator=gen).double() for _ in "qkv")
+
+    def attention(tq, tp, tv):
+        s = tq(q) @ tq(k).transpose(-1, -2) / 8.0
+        p = torch.exp(s - s.amax(-1, keepdim=True))
+        return (tp(p) @ tv(v)) / p.sum(-1, keepdim=True)
+
+    same, cut = (lambda x: x), _truncated_tf32
+    exact = attention(same, same, same)
+
+    def error(*how):
+        return (attention(*how) - exact).abs().max().item()
+
+    everything, scores = error(cut, cut, cut), error(cut, same, same)
+    assert scores > 0.8 * everything
+    assert scores > 4 * max(error(same, same, cut), error(same, cut, same))
+    s = q @ k.transpose(-1, -2)
+    slope = (cut(q) @ cut(k).transpose(-1, -2) * s).sum() / (s * s).sum()
+    assert 0 < 1 - slope < 2.0**-10  # "smaller in size, by a fraction of 2^-10"
+    text = _page_text("02-mixed-precision.md")
+    assert "across a sum over 1024 keys they add up" not in text
+    assert "finds most of the tf32 error there, in the scores" in text
+
+
+def _accuracy_runs() -> dict:
+    """Each run's accuracy table: data/timings, data/reproducibility and
+    COURSE_TIMINGS_DIR (a newer run), where they hold one."""
+    import os
+    from pathlib import Path
+
+    from conftest import REPO_ROOT
+
+    dirs = [REPO_ROOT / "data" / "timings", REPO_ROOT / "data" / "reproducibility"]
+    if os.environ.get("COURSE_TIMINGS_DIR"):
+        dirs.append(Path(os.environ["COURSE_TIMINGS_DIR"]))
+    runs = {}
+    for folder in dirs:
+        for path in sorted(folder.glob("*.json")):
+            bench = json.loads(path.read_text())["benchmarks"].get(
+                "flash_attention_fwd", {}
+            )
+            table = bench.get("notes", {}).get("report", {}).get("accuracy")
+            if table:
+                runs[str(path)] = {row["format"]: row for row in table}
+    return runs
+
+
+def test_the_accuracy_bullets_hold_in_every_run():
+    # review 2026-11-27 (02-mixed-precision no. 10): the bullets under the
+    # accuracy table compare its measured numbers in words; each run's table
+    # is checked against them
+    runs = _accuracy_runs()
+    assert runs, "no run holds the accuracy table"
+    for where, t in runs.items():
+        err = {name: row["max abs error"] for name, row in t.items()}
+        alone = {name: row["max error, inputs only"] for name, row in t.items()}
+        # fp32 "agrees with float64 to fp32's own rounding"
+        assert err["fp32"] < 1e-5, where
+        # fp16, bf16: "about the error of rounding the inputs alone"
+        for name in ("fp16", "bf16"):
+            assert 0.5 * alone[name] < err[name] < 1.5 * alone[name], where
+        # bf16 "several times fp16's, of the order 2^3 = 8"
+        assert 4 < err["bf16"] / err["fp16"] < 16, where
+        # tf32 "less accurate than fp16", its "inputs only" zero
+        assert err["tf32"] > err["fp16"] and alone["tf32"] == 0, where
+        # fp8 "an order of magnitude worse than bf16", "almost all of it is
+        # the rounding of the inputs", e5m2 "about twice as inaccurate as e4m3"
+        assert err["fp8 e4m3"] > 5 * err["bf16"], where
+        for name in ("fp8 e4m3", "fp8 e5m2"):
+            assert 0.8 * alone[name] < err[name] < 1.2 * alone[name], where
+        assert 1.5 < err["fp8 e5m2"] / err["fp8 e4m3"] < 3, where
+    text = _page_text("02-mixed-precision.md")
+    assert "bf16's errors are several times fp16's" in text
+    assert "an order of magnitude worse than bf16" in text
+    assert "about twice as inaccurate as e4m3" in text
 
 
 # -------------------------------------------------------------- benchmarks ---
