@@ -192,7 +192,9 @@ _TABS_JS = """() => {
   const out = [];
   for (const block of document.querySelectorAll('.tabbed-block')) {
     const table = block.querySelector(':scope > .course-timings table');
-    if (!table) continue;
+    // a table in a collapsed block has no layout (and no text to read): the
+    // block is what a first visit shows; its tables are measured open nowhere
+    if (!table || table.closest('details:not([open])')) continue;
     // the plot drawn for this width (a wide and a narrow one are inlined)
     const plot = [...block.querySelectorAll(':scope > .course-plot svg')]
       .find(svg => svg.getClientRects().length);

@@ -843,14 +843,14 @@ def test_glossary_terms_link_the_glossary(page, anchors):
         assert f"../../reference/glossary.md{anchor})" in text, anchor
 
 
-def _wall_slower(bench, keep=lambda row: True):
-    """Rows of data/timings' H100 file where Triton's call from Python takes
-    longer than PyTorch eager's (wall time, launch included)."""
+def _wall_slower(bench, keep=lambda row: True, folder="data/timings"):
+    """Rows of the H100 file in ``folder`` where Triton's call from Python
+    takes longer than PyTorch eager's (wall time, launch included)."""
     found, checked = [], 0
     for gpu, _, _ in _gpu_data():
         if "h100" not in gpu:
             continue
-        doc = json.loads((REPO_ROOT / "data/timings" / f"{gpu}.json").read_text())
+        doc = json.loads((REPO_ROOT / folder / f"{gpu}.json").read_text())
         for row in doc["benchmarks"][bench]["rows"]:
             if not keep(row):
                 continue
@@ -870,7 +870,12 @@ def test_the_wall_time_readings_hold_in_the_data():
         "layernorm_linear_fold", lambda row: row["size"]["out_features"] <= 1024
     )
     assert narrow, "the folded call is nowhere slower in wall time: reword the page"
-    assert _wall_slower("softmax_autograd_fwd"), "reword torch-compile.md"
+    # the forward's wall time against eager's differs between runs: the page
+    # says "in one of the two runs", the published one or the second machine's
+    second = "data/reproducibility"
+    assert _wall_slower("softmax_autograd_fwd") or _wall_slower(
+        "softmax_autograd_fwd", folder=second
+    ), "reword torch-compile.md"
     for page in ("layernorm-linear.md", "torch-compile.md"):
         text = " ".join(_text(page).split())
         assert "In GPU time, " in text, page
