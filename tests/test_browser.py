@@ -260,7 +260,13 @@ def test_every_timing_table_has_its_plot_and_fits_at_1400px(desktop, built_site)
     assert len(pages) >= 8, pages
     for url in pages:
         tabs = desktop[url]["tabs"]
-        assert tabs, url
+        if not tabs:  # every table of the page in a collapsed block, or a bug
+            from bs4 import BeautifulSoup
+
+            html = (built_site[0] / url / "index.html").read_text(encoding="utf-8")
+            blocks = BeautifulSoup(html, "html.parser").select(".course-timings")
+            assert blocks and all(b.find_parent("details") for b in blocks), url
+            continue
         for tab in tabs:
             where = f"{url} [{tab['label']}]"
             assert tab["plot_before_table"], f"{where}: no plot before the table"
