@@ -568,7 +568,9 @@ def _wait_for_maths(page):
 # its text can be measured; text size is the font size times the drawing's
 # scale (rendered width / viewBox width).
 _READABLE_JS = """async () => {
-  const visible = e => e.getClientRects().length > 0;
+  // in a collapsed block nothing is shown (Chromium still lays it out)
+  const visible = e => e.getClientRects().length > 0 &&
+    !e.closest('details:not([open])');
   const formulas = [...document.querySelectorAll('.md-content mjx-container')]
     .filter(visible).map(c => {
       const svg = c.querySelector('svg');
