@@ -519,10 +519,11 @@ def test_each_page_names_what_its_blocks_borrow_from_other_blocks():
         assert not unnamed, f"{page} uses {unnamed} from other pages' blocks"
 
 
-def test_each_page_says_which_of_its_blocks_the_notebook_lacks():
+def test_the_notebook_holds_every_block_of_the_lessons_pages():
     # review 2026-11-27 (02-flash-attention-backward no. 4, 02-mixed-precision
-    # no. 4): the notebook button opens flash_attention.ipynb; a page whose
-    # blocks it lacks says so (and stops saying so once the recipe has them)
+    # no. 4): the notebook button opens flash_attention.ipynb, whose recipe
+    # now embeds every block the three pages show, so no page says a block
+    # is not in it (every page's button: tests/test_notebooks.py)
     import re
 
     from conftest import REPO_ROOT
@@ -532,8 +533,8 @@ def test_each_page_says_which_of_its_blocks_the_notebook_lacks():
     for page in LESSON_02:
         text = _page_text(page)
         assert "[[notebook ../notebooks/flash_attention.ipynb]]" in text, page
-        lacking = set(_shown(page)) - in_notebook
-        assert ("not in the notebook" in text) == bool(lacking), (page, lacking)
+        assert not set(_shown(page)) - in_notebook, page
+        assert "not in the notebook" not in text, page
 
 
 def test_the_formats_paragraph_bounds_rounding_and_truncation():
