@@ -33,8 +33,10 @@ VOLATILE = (
     # The set-up cell's report of where it ran and with which versions
     ("/cells/*/outputs", r"this notebook: [^\n]*", "this notebook: <where>"),
     ("/cells/*/outputs", r"versions: [^\n]*", "versions: <versions>"),
-    # a check that names the device it ran on
+    # a check that names the device it ran on (vector addition's first run,
+    # a section of tests/test_vector_add.py, says "equals x + y on cpu")
     ("/cells/*/outputs", r"matches PyTorch on (?:cuda|cpu)", "matches PyTorch"),
+    ("/cells/*/outputs", r"equals x \+ y on (?:cuda|cpu)", "equals x + y"),
     # A cell that needs a GPU prints "gpu only: " first: on the CPU one line
     # saying it skipped, on a GPU what it found there (registers, memory,
     # errors of that GPU), which the CPU cannot reproduce: the rest of the
@@ -135,12 +137,18 @@ def _prints(source: str) -> bool:
     """Whether running the cell calls print: a call outside the functions it
     defines (a section that defines main() and prints only inside it, its
     `if __name__ == "__main__"` turned off, prints nothing)."""
+    return _calls(source, "print")
+
+
+def _calls(source: str, name: str) -> bool:
+    """Whether running the cell calls the function ``name`` itself, outside
+    the functions it defines."""
     import ast
 
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return "print(" in source
+        return f"{name}(" in source
     defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
     todo = list(ast.iter_child_nodes(tree))
     while todo:
@@ -150,7 +158,7 @@ def _prints(source: str) -> bool:
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
-            and node.func.id == "print"
+            and node.func.id == name
         ):
             return True
         todo.extend(ast.iter_child_nodes(node))
@@ -300,59 +308,6 @@ def test_every_lesson_with_code_has_its_notebook_button():
 # counts inside its whole kernel). Pure file parsing: no site build.
 _EMBED = re.compile(r'^[ \t]*--8<--[ \t]+"([\w.-]+\.py):([\w-]+)"[ \t]*$', re.M)
 _BUTTON = re.compile(r"\[\[notebook (?:\.\./)+notebooks/(\w+)\.ipynb\]\]")
-# Open gaps outside the lessons fixed so far, each to go into its recipe:
-# page -> the sections its notebook still lacks. An entry the notebook now
-# holds fails the test, so this list only shrinks.
-NOT_YET_IN_THE_NOTEBOOK = {
-    "gpu-architecture/01-coalescing-occupancy.md": {"gpu_basics.py:main"},
-    "gpu-architecture/03-custom-kernels/index.md": {"fused_mlp_tail.py:benchmark"},
-    "gpu-architecture/03-custom-kernels/layernorm-linear.md": {
-        "layernorm_linear.py:benchmark",
-        "layernorm_linear_fold.py:benchmark",
-    },
-    "gpu-architecture/03-custom-kernels/profiling-debugging.md": {
-        "softmax_autograd.py:capture_ncu"
-    },
-    "gpu-architecture/03-custom-kernels/pytorch-integration.md": {
-        "test_softmax_autograd.py:test_forward",
-        "test_softmax_autograd.py:test_backward",
-        "test_softmax_autograd.py:test_gradcheck",
-        "test_softmax_autograd.py:test_compile",
-    },
-    "gpu-architecture/03-custom-kernels/torch-compile.md": {
-        "softmax_autograd.py:benchmark"
-    },
-    "triton-series/online-softmax.md": {
-        "test_online_softmax.py:launch",
-        "online_softmax.py:main",
-        "online_softmax.py:benchmark",
-    },
-    "triton-series/softmax.md": {
-        "test_softmax.py:launch_row",
-        "test_softmax.py:launch_rows",
-        "softmax.py:main",
-        "softmax.py:benchmark",
-    },
-    "triton-series/tiled-gemm-hopper.md": {"matmul_tma.py:main"},
-    "triton-series/tiled-gemm.md": {"matmul.py:main", "matmul.py:benchmark"},
-    "triton-series/vector-addition.md": {
-        "test_vector_add.py:first_run",
-        "vector_add.py:main",
-        "vector_add.py:benchmark",
-    },
-}
-# Pages that show code and have no button yet (no notebook holds it).
-NO_BUTTON_YET = {
-    "reference/triton-at-a-glance.md",  # vector_add_frameworks.py: no notebook
-    "triton-series/index.md",  # the series' opening vector_add kernel
-}
-
-
-def _embed_dirs() -> list:
-    """Where pymdownx.snippets looks for an embedded file (mkdocs.yml's base_path)."""
-    config = (REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8")
-    bases = re.search(r"^\s*base_path:\s*\[([^\]]*)\]", config, re.M).group(1)
-    return [REPO_ROOT / b.strip() for b in bases.split(",")]
 
 
 def _code_lines(code: str) -> list[str]:
@@ -377,12 +332,11 @@ def button_gaps(markdown: str) -> tuple[list[str], list[str]]:
     for name in notebooks:
         doc = json.loads((nb.OUTPUT_DIR / f"{name}.ipynb").read_text("utf-8"))
         cells += [nb._source(c) for c in doc["cells"] if c["cell_type"] == "code"]
-    dirs = _embed_dirs()
     lacking = []
     for item in dict.fromkeys(embedded):  # each once, in page order
         file, section = item.split(":")
-        where = next(d for d in dirs if (d / file).is_file())
-        if not notebooks or not _held(cells, nb.snippet_section(file, section, where)):
+        # found along mkdocs.yml's base_path, as the page and the builder find it
+        if not notebooks or not _held(cells, nb.snippet_section(file, section)):
             lacking.append(item)
     return notebooks, lacking
 
@@ -397,29 +351,24 @@ def test_every_page_button_opens_a_notebook_holding_all_the_pages_code():
             continue
         notebooks, lacking = button_gaps(text)
         if not notebooks:
-            if name not in NO_BUTTON_YET:
-                problems.append(f"{name} shows code but has no notebook button")
+            problems.append(f"{name} shows code but has no notebook button")
             continue
-        assert name not in NO_BUTTON_YET, f"{name} has a button now: unlist it"
         checked += 1
-        known = NOT_YET_IN_THE_NOTEBOOK.get(name, set())
-        if unknown := [s for s in lacking if s not in known]:
-            problems.append(f"{name}: its button opens {notebooks}, without {unknown}")
-        if closed := sorted(known - set(lacking)):
-            problems.append(f"{name}: {closed} now in the notebook: unlist them")
+        if lacking:
+            problems.append(f"{name}: its button opens {notebooks}, without {lacking}")
     assert checked >= 20, "no pages with a button found: is the parser broken?"
-    assert set(NOT_YET_IN_THE_NOTEBOOK) <= {
-        p.relative_to(REPO_ROOT / "docs").as_posix() for p in pages
-    }
     assert not problems, "\n".join(problems)
 
 
 def test_the_button_check_reads_every_embed_and_wants_a_button():
     # indented embeds (tabs, admonitions, collapsed blocks) and a script's main
-    # count; compiler output does not; a page with code and no button lacks all
+    # count; compiler output does not; a section of a test file is found along
+    # the base_path, as the page finds it; a page with code and no button
+    # lacks all
     page = (
-        "[[notebook ../notebooks/vector_addition.ipynb]]\n"
-        '--8<-- "vector_add.py:kernel"\n'
+        "[[notebook ../notebooks/softmax.ipynb]]\n"
+        '--8<-- "softmax.py:kernel"\n'
+        '--8<-- "test_softmax.py:launch_row"\n'
         '??? info "How this is measured"\n\n'
         '    --8<-- "vector_add.py:no_such_cell"\n'
         '=== "GPU"\n\n'
@@ -430,12 +379,17 @@ def test_the_button_check_reads_every_embed_and_wants_a_button():
         button_gaps(page)
     page = page.replace("no_such_cell", "benchmark")
     notebooks, lacking = button_gaps(page)
-    assert notebooks == ["vector_addition"]
+    assert notebooks == ["softmax"]
     assert lacking == ["vector_add.py:benchmark", "vector_add.py:main"]
     no_button = page.split("\n", 1)[1]
     assert button_gaps(no_button) == (
         [],
-        ["vector_add.py:kernel", "vector_add.py:benchmark", "vector_add.py:main"],
+        [
+            "softmax.py:kernel",
+            "test_softmax.py:launch_row",
+            "vector_add.py:benchmark",
+            "vector_add.py:main",
+        ],
     )
     # a fragment counts inside the cell that holds its whole
     assert _held(
@@ -474,15 +428,15 @@ def test_the_setup_reports_a_t4_and_runs_on_it():
 
 def test_cells_written_for_hopper_skip_themselves_before_it():
     # the TMA kernels are run by the course only on Hopper (their snippet's
-    # main refuses older GPUs): a notebook cell launching them checks first
+    # main refuses older GPUs): a notebook cell launching them checks first.
+    # A cell that only defines functions calling them (the launcher itself,
+    # the snippet's main, defined and not called) launches nothing.
     guarded = 0
     for recipe in RECIPES:
         cells = json.loads(nb.notebook_path(recipe).read_text(encoding="utf-8"))
         for cell in cells["cells"]:
             source = "".join(cell["source"])
-            if cell["cell_type"] == "code" and "matmul_tma(" in source:
-                if "def matmul_tma(" in source:
-                    continue  # the launcher itself
+            if cell["cell_type"] == "code" and _calls(source, "matmul_tma"):
                 assert "CAPABILITY < (9, 0)" in source, f"{recipe.stem}: {source[:80]}"
                 guarded += 1
     assert guarded >= 1

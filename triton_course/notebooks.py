@@ -4,7 +4,10 @@ A recipe (``notebooks/<name>.md``) is Markdown with two kinds of code cell:
 
 - a line ``--8<-- "vector_add.py:kernel"`` becomes a code cell holding exactly
   that section of ``snippets/vector_add.py``, the same text the lesson page
-  embeds: one source of truth, so the notebook cannot drift from the snippet;
+  embeds: one source of truth, so the notebook cannot drift from the snippet.
+  The file is found as the site finds it (mkdocs.yml's snippets base_path:
+  snippets/, then tests/, ...), so a section of a test file that a page
+  shows, ``test_vector_add.py:first_run``, works the same way;
 - a fenced ```` ```python ```` block becomes a code cell as written (set-up,
   checks, timing that only the notebook needs). A block fenced
   ```` ```python timing ```` is a timing cell: its cell gets the tag
@@ -58,13 +61,36 @@ class NotebookError(ValueError):
     """A recipe names a snippet or section that does not exist, or drifted."""
 
 
+def embed_dirs(mkdocs_yml: Path = REPO_ROOT / "mkdocs.yml") -> list[Path]:
+    """Where the site looks for an embedded file: pymdownx.snippets'
+    ``base_path`` in mkdocs.yml, in its order (snippets/ first, then the
+    excerpts, tests/, ...), read without a YAML dependency."""
+    text = mkdocs_yml.read_text(encoding="utf-8")
+    match = re.search(r"^\s*base_path:\s*\[([^\]]*)\]", text, re.M)
+    if not match:
+        raise NotebookError("mkdocs.yml: pymdownx.snippets needs base_path: [...]")
+    return [REPO_ROOT / d.strip() for d in match.group(1).split(",") if d.strip()]
+
+
 def snippet_section(
-    snippet: str, section: str, snippets_dir: Path = SNIPPETS_DIR
+    snippet: str, section: str, snippets_dir: Path | None = None
 ) -> str:
-    """The text between a snippet's ``[start:section]`` and ``[end:section]``."""
-    path = snippets_dir / snippet
+    """The text between a snippet's ``[start:section]`` and ``[end:section]``.
+
+    The file is looked for as the lesson pages find it, along embed_dirs()
+    (so a page's section of a test file, such as ``test_vector_add.py``, is
+    the same text in its notebook), or in ``snippets_dir`` if given.
+    """
     if snippet.startswith("_"):  # notebook-only code, kept beside the recipes
         path = RECIPES_DIR / snippet
+    elif snippets_dir is not None:
+        path = snippets_dir / snippet
+    else:
+        dirs = embed_dirs()
+        path = next((d / snippet for d in dirs if (d / snippet).is_file()), None)
+        if path is None:
+            where = ", ".join(str(d.relative_to(REPO_ROOT)) for d in dirs)
+            raise NotebookError(f"snippet {snippet} not found in {where}")
     if not path.is_file():
         raise NotebookError(f"snippet {path} not found")
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -136,7 +162,7 @@ def cell_ids(cells: list[dict]) -> list[str]:
     return ids
 
 
-def cells_from_recipe(recipe: Path, snippets_dir: Path = SNIPPETS_DIR) -> list[dict]:
+def cells_from_recipe(recipe: Path, snippets_dir: Path | None = None) -> list[dict]:
     """The notebook's cells, as ``{"cell_type": ..., "source": ...}`` dicts.
 
     A cell embedding a snippet section also has ``"key"`` (see section_key),
