@@ -114,6 +114,7 @@ matmul_kernel_autotuned = triton.autotune(configs=CONFIGS, key=["M", "N", "K"])(
 )
 # --8<-- [end:autotune]
 
+# --8<-- [start:ungrouped]
 # Grouping switched off (one group = one tile row): the "before" of the
 # grouping step, timed as its own benchmark.
 matmul_kernel_ungrouped = triton.autotune(
@@ -125,6 +126,7 @@ matmul_kernel_ungrouped = triton.autotune(
     ],
     key=["M", "N", "K"],
 )(matmul_kernel)
+# --8<-- [end:ungrouped]
 
 
 # --8<-- [start:launcher]
