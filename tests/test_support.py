@@ -37,7 +37,8 @@ def fresh(request):
 
 def test_the_committed_table_is_what_a_fresh_compile_gives(fresh):
     # the quick check: every launch recorded again, every input unchanged, and
-    # per snippet one launch recompiled for every target (support.quick_table)
+    # per snippet one launch recompiled on one target, the pair nearest its
+    # shared-memory limit (support.sample); `support table` compiles them all
     problems = support.differences(STORED, fresh)
     assert not problems, (
         "data/support.json is stale; run `python -m triton_course.support table`:\n"
@@ -47,13 +48,20 @@ def test_the_committed_table_is_what_a_fresh_compile_gives(fresh):
         support.PLANS
     )
     assert len(fresh["launch_keys"]) == len(STORED["rows"])
+    assert {support.row_key(r): int(next(iter(r["archs"]))[3:]) for r in fresh["rows"]} == (
+        support.sample(STORED)
+    )
 
 
 def test_the_quick_check_refuses_a_changed_input_launch_or_row():
     # built from the stored table itself, no compile: what a quick check of
     # an unchanged repository would produce, then one thing changed at a time
-    keys = support.sample_keys(STORED)
-    sampled = [r for r in STORED["rows"] if support.row_key(r) in keys]
+    picked = support.sample(STORED)
+    sampled = [
+        {**r, "archs": {f"sm_{picked[k]}": r["archs"][f"sm_{picked[k]}"]}}
+        for r in STORED["rows"]
+        if (k := support.row_key(r)) in picked
+    ]
     current = {
         "sampled": True,
         "triton": STORED["triton"],
@@ -78,19 +86,27 @@ def test_the_quick_check_refuses_a_changed_input_launch_or_row():
     assert support.differences(STORED, edited)[0].startswith("new launch")
 
     edited = json.loads(json.dumps(current))
-    edited["rows"][0]["archs"]["sm_80"]["shared"] += 1024
+    (found,) = edited["rows"][0]["archs"].values()
+    found["shared"] += 1024
     assert any("->" in p for p in support.differences(STORED, edited))
 
 
-def test_the_sample_holds_one_launch_per_snippet_the_one_nearest_a_limit():
-    keys = support.sample_keys(STORED)
+def test_the_sample_is_per_snippet_the_launch_and_target_nearest_a_limit():
+    picked = support.sample(STORED)
     rows = {support.row_key(r): r for r in STORED["rows"]}
-    assert sorted(rows[k]["snippet"] for k in keys) == sorted(support.PLANS)
-    for key in keys:
+    assert sorted(rows[k]["snippet"] for k in picked) == sorted(support.PLANS)
+    limit = STORED["shared_limit"]
+
+    def fill(row, arch):
+        return row["archs"][arch].get("shared", -limit[arch]) / limit[arch]
+
+    for key, arch in picked.items():
         row = rows[key]
         same_snippet = [r for r in STORED["rows"] if r["snippet"] == row["snippet"]]
-        most = max(r["archs"]["sm_90"].get("shared", -1) for r in same_snippet)
-        assert row["archs"]["sm_90"].get("shared", -1) == most
+        most = max(fill(r, a) for r in same_snippet for a in r["archs"])
+        assert fill(row, f"sm_{arch}") == most, (key, arch)
+    # ties go round the targets: every target is compiled by each check
+    assert set(picked.values()) == set(support.SHARED_LIMIT)
 
 
 def test_the_inputs_digest_ignores_comments_and_docstrings_not_code(tmp_path):

@@ -458,8 +458,13 @@ def compile_one(job: tuple[dict, int], full: bool = False) -> dict:
 
 
 def compile_all(
-    recorded: dict, workers: int | None = None, cache_root: Path | None = None
+    recorded: dict,
+    workers: int | None = None,
+    cache_root: Path | None = None,
+    only_arch: dict[str, int] | None = None,
 ) -> dict:
+    """Every recorded launch compiled for every target; with ``only_arch``
+    ({launch key: arch}), each launch for its one target (the quick check)."""
     import tempfile
 
     import triton
@@ -468,7 +473,11 @@ def compile_all(
     # what the launches were recorded from; a file edited before the compile
     # ends would give rows of two versions under one digest
     inputs = recorded.get("inputs") or inputs_digest()
-    jobs = [(launch, arch) for launch in launches for arch in SHARED_LIMIT]
+    targets = [
+        [only_arch[_launch_key(launch)]] if only_arch else list(SHARED_LIMIT)
+        for launch in launches
+    ]
+    jobs = [(launch, arch) for launch, archs in zip(launches, targets) for arch in archs]
     workers = workers or min(4, os.cpu_count() or 1)
     with tempfile.TemporaryDirectory(prefix="support-cache-", dir=cache_root) as cache:
         with ProcessPoolExecutor(
@@ -480,10 +489,10 @@ def compile_all(
             "a snippet or the compiling code changed while the table was being "
             "compiled: run the command again"
         )
-    rows = []
-    for i, launch in enumerate(launches):
-        per_arch = results[i * len(SHARED_LIMIT) : (i + 1) * len(SHARED_LIMIT)]
-        archs = [f"sm_{a}" for a in SHARED_LIMIT]
+    rows, done = [], iter(results)
+    for launch, archs in zip(launches, targets):
+        per_arch = [next(done) for _ in archs]
+        archs = [f"sm_{a}" for a in archs]
         rows.append({
             "snippet": launch["snippet"], "kernel": launch["kernel"],
             "group": group_label(launch), "config": config_label(launch),
@@ -563,24 +572,42 @@ def _launch_key(launch: dict) -> str:
     return row_key({**launch, **labels, "launched_on": launch["archs"]})
 
 
-def sample_keys(stored: dict) -> list[str]:
-    """The rows the quick check recompiles: per snippet, the launch that uses
-    the most shared memory on sm_90 (the configs nearest a limit)."""
-    best: dict[str, dict] = {}
+def sample(stored: dict) -> dict[str, int]:
+    """What the quick check recompiles: per snippet one launch on one target,
+    the pair nearest its shared-memory limit ({row key: arch}). Where pairs
+    tie (a kernel with no shared memory is at 0 everywhere), the snippets
+    take the targets in turn, so that every target is compiled in each check."""
+    limits = {f"sm_{a}": b for a, b in SHARED_LIMIT.items()}
+    archs = list(limits)
+    snippets = sorted({r["snippet"] for r in stored["rows"]})
+    best: dict[str, tuple] = {}
     for row in stored["rows"]:
-        shared = row["archs"]["sm_90"].get("shared", -1)
-        if shared > best.get(row["snippet"], {}).get("shared", -2):
-            best[row["snippet"]] = {"shared": shared, "key": row_key(row)}
-    return [best[name]["key"] for name in sorted(best)]
+        turn = snippets.index(row["snippet"])
+        for arch, found in row["archs"].items():
+            if "shared" not in found:  # not compiled there: nothing to repeat
+                continue
+            fill = found["shared"] / limits[arch]
+            # larger fill first; then the target whose turn it is
+            rank = (fill, -((archs.index(arch) - turn) % len(archs)))
+            if rank > best.get(row["snippet"], ((-1, 0),))[0]:
+                best[row["snippet"]] = (rank, row_key(row), int(arch[3:]))
+    return {key: arch for _, key, arch in best.values()}
+
+
+def sample_keys(stored: dict) -> list[str]:
+    """The rows the quick check recompiles (one per snippet, see sample)."""
+    return sorted(sample(stored), key=lambda k: json.loads(k)[0])
 
 
 def quick_table(stored: dict, workers: int | None = None,
                 cache_root: Path | None = None) -> dict:  # fmt: skip
-    """The launches recorded now, and the sampled ones compiled now."""
+    """The launches recorded now, and the sampled ones compiled now, each for
+    its one target."""
     recorded = _record_in_interpreter()
-    wanted = set(sample_keys(stored))
+    wanted = sample(stored)
     sampled = [x for x in recorded["launches"] if _launch_key(x) in wanted]
-    table = compile_all({**recorded, "launches": sampled}, workers, cache_root)
+    only = {_launch_key(x): wanted[_launch_key(x)] for x in sampled}
+    table = compile_all({**recorded, "launches": sampled}, workers, cache_root, only)
     table["launch_keys"] = [_launch_key(x) for x in recorded["launches"]]
     table["sampled"] = True
     return table
@@ -641,7 +668,12 @@ def differences(stored: dict, fresh: dict) -> list[str]:
     launched = fresh["launch_keys"] if fresh.get("sampled") else list(new)
     out = [f"new launch {k}" for k in launched if k not in old]
     out += [f"launch gone {k}" for k in old if k not in launched]
-    out += [f"{k}: {old[k]} -> {new[k]}" for k in new if k in old and old[k] != new[k]]
+    # a sampled row holds its one target: compared with that target's entry
+    out += [
+        f"{k}: {was} -> {new[k]}"
+        for k in new
+        if k in old and (was := {a: old[k].get(a) for a in new[k]}) != new[k]
+    ]
     if stored.get("refusals") != fresh["refusals"]:
         out.append(f"refusals: {stored.get('refusals')} -> {fresh['refusals']}")
     if fresh.get("sampled"):
