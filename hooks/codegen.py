@@ -203,8 +203,9 @@ def render_support(snippets: list[str], root: Path) -> str:
         "other configs); and each config's shared "
         "memory compared with the target's per-block limit (under each column). "
         f"[A test]({_SUPPORT_TEST}) fails in every CI run if a launch or a "
-        "snippet changed since, and recompiles per snippet the launch with the "
-        "most shared memory for every target.*",
+        "snippet changed since, and recompiles per snippet the launch and "
+        "target nearest a shared-memory limit, each target in some snippet's "
+        "turn.*",
     ]
     if failures:
         lines += ["", "*Compile errors: " + "; ".join(f"`{f}`" for f in failures) + "*"]

@@ -21,8 +21,9 @@ records what it compiled from (``inputs``: triton's version, this code, and
 each snippet's syntax tree without comments or docstrings). The quick check,
 which CI runs (``tests/test_support.py``), records the launches again, fails
 if any launch, refusal or input differs from the stored table, and
-recompiles a sample (per snippet, the launch with the most shared memory on
-sm_90, for every target) which must match the stored rows. Each lesson
+recompiles a sample (per snippet, the launch and target nearest a
+shared-memory limit; ties take the targets in turn, so every target is
+compiled) which must match the stored rows. Each lesson
 renders its snippets' rows with ``[[support SNIPPET]]`` (hooks/codegen.py).
 Nothing in the table is typed.
 
