@@ -81,11 +81,27 @@ FAKE_VENDOR_PEAKS = {
 }
 
 
+FIXTURE_SIZES = '"sizes": [{"n": 64}, {"n": 256}, {"n": 1024}],'
+# The runner's tests check its wiring, not the kernel: 7 programs a dtype
+# instead of 21 under the interpreter (a full block, then two masked tails)
+# halve every run's CPU time. tests/test_dram_bytes.py needs the fixture's own.
+SMALL_SIZES = '"sizes": [{"n": 64}, {"n": 100}, {"n": 200}],'
+
+
+def copy_tiny_scale(snippets_dir: Path) -> Path:
+    """The fixture snippet, copied into ``snippets_dir`` with SMALL_SIZES."""
+    text = (FIXTURES / "snippets" / "tiny_scale.py").read_text()
+    assert FIXTURE_SIZES in text  # else the copy would keep the large sizes
+    path = snippets_dir / "tiny_scale.py"
+    path.write_text(text.replace(FIXTURE_SIZES, SMALL_SIZES))
+    return path
+
+
 @pytest.fixture
 def repo(tmp_path):
     """A throw-away repository holding the fixture snippet."""
     (tmp_path / "snippets").mkdir()
-    shutil.copy(FIXTURES / "snippets" / "tiny_scale.py", tmp_path / "snippets")
+    copy_tiny_scale(tmp_path / "snippets")
     (tmp_path / "notebooks").mkdir()
     return tmp_path
 
@@ -384,16 +400,50 @@ def _notebook(code: str) -> str:
     return nbformat.writes(nb)
 
 
-def test_notebooks_are_executed_and_a_failing_one_writes_nothing(repo):
+def test_notebooks_are_executed_and_a_failing_one_writes_nothing(repo, monkeypatch):
+    """Real notebook workers and kernels (about 5 CPU-seconds each), so one
+    test covers what needs them: a notebook executed and stored, and one
+    failing while the tests run, which fails the run and writes nothing."""
     nb_dir = repo / "notebooks"
     (nb_dir / "ok.ipynb").write_text(_notebook("print('hello from the kernel')"))
+    real = cli.execute_notebook_isolated
+    returned = {}
+
+    def execute(path):
+        returned[path.name] = real(path)
+        return returned[path.name]
+
+    monkeypatch.setattr(cli, "execute_notebook_isolated", execute)
     do_run(repo, skip_notebooks=False)
+    # no timing cells: executed whole in the concurrent phase, its text returned
+    assert isinstance(returned["ok.ipynb"], str)
     stored = json.loads((nb_dir / "ok.ipynb").read_text())
     assert "hello from the kernel" in "".join(stored["cells"][0]["outputs"][0]["text"])
+
+    # Now zz_bad fails in its real kernel while the tests still run. ok.ipynb's
+    # real run is above: here a stand-in returns new text, which a run that
+    # wrote anything would store.
     (nb_dir / "zz_bad.ipynb").write_text(_notebook("raise SystemError('broken cell')"))
     before = snapshot(repo)
-    with pytest.raises(RunnerError, match="zz_bad.ipynb failed"):
-        do_run(repo, skip_notebooks=False)
+    started = threading.Event()
+
+    def execute_again(path):
+        started.set()
+        if path.name == "ok.ipynb":
+            return _notebook("print('executed again')")
+        return real(path)
+
+    monkeypatch.setattr(cli, "execute_notebook_isolated", execute_again)
+    seen = {}
+
+    def check(snippets):  # the tests: still running when the notebooks start
+        seen["overlap"] = started.wait(timeout=60)
+
+    with pytest.raises(RunnerError, match="zz_bad.ipynb failed") as err:
+        do_run(repo, skip_notebooks=False, check=check)
+    assert seen["overlap"], "the notebooks did not run while the tests ran"
+    assert "notebook zz_bad.ipynb" in str(err.value)
+    assert "SystemError" in str(err.value) and "broken cell" in str(err.value)
     assert snapshot(repo) == before
 
 
@@ -543,7 +593,20 @@ def _outputs(path: Path) -> str:
     return json.dumps([c.get("outputs") for c in cells])
 
 
-def test_only_runs_the_notebooks_built_from_the_measured_snippet(repo):
+def _stand_in_notebook(path: Path) -> str:
+    """For ``execute_notebook_isolated`` where a test checks which notebooks
+    run, not how (test_notebooks_are_executed_… runs real ones): the notebook
+    with the output its one cell, a print, would give."""
+    doc = json.loads(path.read_text())
+    source = "".join(doc["cells"][0]["source"])  # a list of lines, as stored
+    printed = re.fullmatch(r"print\('(.*)'\)", source).group(1)
+    output = {"output_type": "stream", "name": "stdout", "text": printed + "\n"}
+    doc["cells"][0]["outputs"] = [output]
+    return json.dumps(doc)
+
+
+def test_only_runs_the_notebooks_built_from_the_measured_snippet(repo, monkeypatch):
+    monkeypatch.setattr(cli, "execute_notebook_isolated", _stand_in_notebook)
     nb_dir = repo / "notebooks"
     (nb_dir / "uses_it.md").write_text('Text\n\n--8<-- "tiny_scale.py:kernel"\n')
     (nb_dir / "uses_it.ipynb").write_text(_notebook("print('ran uses_it')"))
@@ -654,41 +717,22 @@ def test_ncu_capture_builds_the_command_and_needs_ncu(tmp_path, monkeypatch):
 # ------------------------------------------------------------ concurrency ---
 # The untimed steps (tests, notebooks, untimed captures, warm-up) run at the
 # same time; the timed benchmarks only after every one of them has ended.
-def _declare_untimed(repo, capture_src='lambda: "BLOCK_SIZE = 64\\nnum_warps = 4"'):
-    src = repo / "snippets" / "tiny_scale.py"
-    text = src.read_text().replace(
-        'lambda: "BLOCK_SIZE = 64\\nnum_warps = 4"', capture_src
+def _untimed_capture(repo, capture_src: str) -> Path:
+    """An untimed capture, ``tiny_notes``, in a snippet of its own that imports
+    no torch: its worker process starts in a fraction of a CPU-second, not
+    three as tiny_scale's would (test_warm_up_process_wiring runs a worker
+    that imports torch)."""
+    src = repo / "snippets" / "tiny_notes.py"
+    src.write_text(
+        "import os\nfrom pathlib import Path\n\n"
+        f'CAPTURES = {{"tiny_notes": {capture_src}}}\n'
+        'UNTIMED_CAPTURES = ("tiny_notes",)\n'
     )
-    src.write_text(text + '\nUNTIMED_CAPTURES = ("tiny_scale_meta",)\n')
+    return src
 
 
-def test_a_notebook_failing_while_the_tests_run_fails_the_run_and_writes_nothing(
-    repo, monkeypatch
-):
-    do_run(repo)
-    nb_dir = repo / "notebooks"
-    (nb_dir / "ok.ipynb").write_text(_notebook("print('ok')"))
-    (nb_dir / "zz_bad.ipynb").write_text(_notebook("raise SystemError('broken')"))
-    before = snapshot(repo)
-    started = threading.Event()
-    real = cli.execute_notebook_isolated
-
-    def execute(path):
-        started.set()
-        return real(path)
-
-    monkeypatch.setattr(cli, "execute_notebook_isolated", execute)
-    seen = {}
-
-    def check(snippets):  # the tests: still running when the notebooks start
-        seen["overlap"] = started.wait(timeout=60)
-
-    with pytest.raises(RunnerError) as err:
-        do_run(repo, skip_notebooks=False, check=check)
-    assert seen["overlap"], "the notebooks did not run while the tests ran"
-    assert "notebook zz_bad.ipynb" in str(err.value)
-    assert "SystemError" in str(err.value) and "broken" in str(err.value)
-    assert snapshot(repo) == before
+# A notebook failing while the tests run: checked with a real kernel in
+# test_notebooks_are_executed_and_a_failing_one_writes_nothing.
 
 
 def test_every_failure_of_the_concurrent_phase_is_named(repo, monkeypatch):
@@ -758,13 +802,11 @@ def test_the_warm_up_is_best_effort(repo, capsys):
 
 def test_an_untimed_capture_runs_in_its_own_process_while_the_tests_run(repo):
     marker = repo / "capture-ran"
-    _declare_untimed(
+    src = _untimed_capture(
         repo,
         "lambda: (Path(__file__).with_name('..').joinpath('capture-ran').touch(),"
         " f'pid {os.getpid()}')[1]",
     )
-    src = repo / "snippets" / "tiny_scale.py"
-    src.write_text("from pathlib import Path\n" + src.read_text())
     seen = {}
 
     def check(snippets):  # returns only once the capture has run
@@ -775,7 +817,7 @@ def test_an_untimed_capture_runs_in_its_own_process_while_the_tests_run(repo):
 
     do_run(repo, check=check)
     assert seen["overlap"]
-    cap = T.load_file(repo / "data" / "fake-test-gpu.json").captures["tiny_scale_meta"]
+    cap = T.load_file(repo / "data" / "fake-test-gpu.json").captures["tiny_notes"]
     assert cap["text"].startswith("pid ") and cap["text"] != f"pid {os.getpid()}\n"
     assert cap["snippet_sha256"] == T.sha256_of(src)
 
@@ -853,12 +895,10 @@ def test_the_real_untimed_reports_read_no_autotuner():
 
 
 def test_a_failing_untimed_capture_writes_nothing(repo):
-    _declare_untimed(repo, "lambda: 1 / 0")
+    _untimed_capture(repo, "lambda: 1 / 0")
     with pytest.raises(RunnerError) as err:
         do_run(repo)
-    assert "capture tiny_scale_meta: capture 'tiny_scale_meta': raised" in str(
-        err.value
-    )
+    assert "capture tiny_notes: capture 'tiny_notes': raised" in str(err.value)
     assert "ZeroDivisionError" in str(err.value)
     assert not (repo / "data").exists()
 
@@ -912,10 +952,17 @@ def test_time_per_phase_is_logged(repo, capsys):
         assert f"] {phase}" in summary or f"]   {phase}" in summary, phase
 
 
-def test_stream_command_prefixes_lines_and_stop_ends_the_process(capsys):
+def test_stream_command_prefixes_lines_and_stop_ends_the_process(capsys, monkeypatch):
     stop = threading.Event()
     code = "import time\nprint('first', flush=True)\ntime.sleep(120)\n"
-    threading.Timer(1.0, stop.set).start()
+    real_log = cli.log
+
+    def log(line, lane=None):  # stop once the line is out, not after a fixed time
+        real_log(line, lane)
+        if line == "first":
+            stop.set()
+
+    monkeypatch.setattr(cli, "log", log)
     t0 = time.monotonic()
     rc, tail = cli.stream_command(
         [sys.executable, "-c", code], REPO_ROOT, dict(os.environ), "lane", stop
@@ -925,7 +972,10 @@ def test_stream_command_prefixes_lines_and_stop_ends_the_process(capsys):
     assert "] [lane] first" in capsys.readouterr().out
 
 
-def test_pytest_failures_are_named_in_the_error(tmp_path):
+def test_pytest_failures_are_named_in_the_error(tmp_path, monkeypatch):
+    # The child pytest inherits this: without the installed plugins (those of
+    # pytest-notebook import nbclient, 5 CPU-seconds) it starts in half a second.
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     (tmp_path / "test_x.py").write_text(
         "def test_ok():\n    pass\n\ndef test_bad():\n    assert 1 == 2\n"
     )
