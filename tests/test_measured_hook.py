@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 from conftest import REPO_ROOT
 
 from triton_course import timings as T
@@ -106,8 +107,19 @@ SMs: [[measured gpu=gpu-a value=gpu.sm_count]]. Other GPU: [[measured bench=vect
 """
 
 
-def build(tmp_path, files: dict, page=PAGE, data_dir="data/timings", extra=""):
-    """Build a throwaway site with the real hook; return (returncode, html, stderr)."""
+def build(
+    tmp_path,
+    files: dict,
+    page=PAGE,
+    data_dir="data/timings",
+    extra="",
+    command_line=False,
+):
+    """Build a throwaway site with the real hook; return (returncode, html,
+    log). In this process (mkdocs_build), or with ``command_line`` as
+    `python -m mkdocs build --strict` run from the site's folder: that shows
+    the hook finds its imports from any folder (it puts the repository on
+    sys.path) and the command exits as the in-process build reports."""
     (tmp_path / "docs").mkdir(exist_ok=True)
     (tmp_path / "docs" / "index.md").write_text(page)
     (tmp_path / "snippets").mkdir(exist_ok=True)
@@ -127,19 +139,74 @@ def build(tmp_path, files: dict, page=PAGE, data_dir="data/timings", extra=""):
         "  pymdownx.details, pymdownx.superfences,\n"
         "  {pymdownx.tabbed: {alternate_style: true}}]\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", "site"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
+    if command_line:
+        done = subprocess.run(
+            [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", "site"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
+        code, log = done.returncode, done.stderr
+    else:
+        code, log = mkdocs_build(tmp_path / "mkdocs.yml", tmp_path, tmp_path / "site")
     html_path = tmp_path / "site" / "index.html"
-    html = html_path.read_text() if html_path.exists() and done.returncode == 0 else ""
-    return done.returncode, html, done.stderr
+    html = html_path.read_text() if html_path.exists() and code == 0 else ""
+    return code, html, log
+
+
+def mkdocs_build(config_file, cwd, site_dir, text=None):
+    """`mkdocs build --strict -f config_file -d site_dir` run from cwd, in
+    this process, as mkdocs' command line runs it: (exit status, what it
+    logs, and the traceback of an error it does not handle). A process per
+    build spent a second importing, several times the build, over some
+    fifty builds. ``text``: the config, read as if from config_file."""
+    import io
+    import logging
+    import os
+    import traceback
+
+    from mkdocs import exceptions
+    from mkdocs.commands.build import build as run_build
+    from mkdocs.config import load_config
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(levelname)-7s -  %(message)s"))
+    logger = logging.getLogger("mkdocs")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)  # what the command line shows without -q/-v
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        cfg = load_config(
+            str(config_file) if text is None else io.BytesIO(text.encode()),
+            config_file_path=str(config_file),
+            strict=True,
+            site_dir=str(site_dir),
+        )
+        cfg.plugins.on_startup(command="build", dirty=False)
+        try:
+            run_build(cfg)
+        finally:
+            cfg.plugins.on_shutdown()
+        code = 0
+    except (exceptions.Abort, exceptions.ConfigurationError) as exc:
+        stream.write(f"{exc}\n")  # what the command line prints, exit 1
+        code = 1
+    except Exception:  # the command line would die with this traceback
+        stream.write(traceback.format_exc())
+        code = 1
+    finally:
+        os.chdir(here)
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    return code, stream.getvalue()
 
 
 def test_table_and_inline_numbers_come_from_the_data(tmp_path):
-    code, html, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()})
+    doc = fixture_doc()
+    code, html, err = build(tmp_path, {"fixture-gpu-a.json": doc}, command_line=True)
     assert code == 0, err
     assert "Fixture GPU A (7 SMs), measured 2026-01-02" in html
     assert "÷ eager" in html and "% copy bandwidth" in html  # the compact table
@@ -262,7 +329,8 @@ def test_every_broken_claim_is_named_before_the_build_fails(tmp_path):
         f"# P\n\nOne [[claim {CLAIM} is='<1' n_elements=4096]].\n\n"
         f"Two [[claim {CLAIM} is='>2' n_elements=1048576]].\n"
     )
-    code, _, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
+    doc = fixture_doc()
+    code, _, err = build(tmp_path, {"fixture-gpu-a.json": doc}, page, command_line=True)
     assert code != 0
     assert "2 claim(s)" in err
     assert "index.md:3" in err and "index.md:5" in err
@@ -439,17 +507,22 @@ def _altered_copy(tmp_path, who: str, factor: float, only=None):
     return out
 
 
-def _build_real_site(tmp_path, data_dir):
-    import os
-
-    return subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d",
-         str(tmp_path / "site")],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        env=dict(os.environ, COURSE_TIMINGS_DIR=str(data_dir)),
-    )  # fmt: skip
+def _build_real_pages(tmp_path, data_dir, monkeypatch):
+    """`mkdocs build --strict` of the real pages against ``data_dir``, with
+    the real mkdocs.yml less its plugins and every hook but this one: they
+    judge no claim, and the whole site takes tens of seconds to build (the
+    real site's own build is the shared ``built_site``). Returns (exit
+    status, log)."""
+    config = yaml.safe_load((REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    config["plugins"] = []  # the search index and the notebooks' pages
+    config["hooks"] = ["hooks/measured.py"]
+    monkeypatch.setenv("COURSE_TIMINGS_DIR", str(data_dir))
+    return mkdocs_build(
+        REPO_ROOT / "mkdocs.yml",
+        REPO_ROOT,  # pymdownx.snippets reads its base paths from here
+        tmp_path / "site",
+        text=yaml.safe_dump(config),
+    )
 
 
 @pytest.mark.parametrize(
@@ -470,18 +543,21 @@ def _build_real_site(tmp_path, data_dir):
     ],
 )
 def test_the_real_pages_fail_to_build_on_data_that_contradicts_them(
-    tmp_path, who, only, expected_pages
+    tmp_path, monkeypatch, who, only, expected_pages
 ):
-    done = _build_real_site(tmp_path, _altered_copy(tmp_path, who, 2.0, only))
-    assert done.returncode != 0
-    assert "claim(s) in the prose do not hold" in done.stderr
+    altered = _altered_copy(tmp_path, who, 2.0, only)
+    code, log = _build_real_pages(tmp_path, altered, monkeypatch)
+    assert code != 0
+    assert "claim(s) in the prose do not hold" in log
     for page in expected_pages:
-        assert page in done.stderr, f"{page} not named:\n{done.stderr[-3000:]}"
+        assert page in log, f"{page} not named:\n{log[-3000:]}"
 
 
-def test_the_real_pages_build_against_the_real_data(tmp_path):
-    done = _build_real_site(tmp_path, REPO_ROOT / "data" / "timings")
-    assert done.returncode == 0, done.stderr[-3000:]
+def test_the_real_pages_build_against_the_real_data(built_site):
+    # the shared strict build of the whole site (conftest.built_site), with
+    # the real data: it fails the test if any claim did not hold
+    site, _, log = built_site
+    assert (site / "index.html").is_file(), log[-3000:]
 
 
 def test_row_value_compares_two_rows_of_one_benchmark(tmp_path):
