@@ -8,6 +8,8 @@ CPU run deselects and names (they are never counted as passed).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import sys
 from pathlib import Path
@@ -51,6 +53,60 @@ def assert_close(actual: torch.Tensor, expected: torch.Tensor, **override):
     torch.testing.assert_close(
         actual.to(torch.float64), expected.to(torch.float64), equal_nan=True, **tol
     )
+
+
+# ------------------------------------------------ big GPU allocations ---
+# On the GPU runner the tests share the GPU with each other (pytest-xdist),
+# with the notebooks and with the benchmarks' warm-up. A test that needs tens
+# of GiB (2**31 elements and more) takes them one at a time, and waits for
+# them: PyTorch's caching allocator keeps what a worker freed until it empties
+# its cache, so free memory comes back between tests (see the fixture below).
+BIG_MEMORY_WAIT_S = 300
+
+
+@contextlib.contextmanager
+def gpu_memory(n_bytes: int):
+    """Hold the GPU runner's one big-allocation slot until ``n_bytes`` (and
+    1 GiB of slack) are free, then run the block. Skips, saying why, on a GPU
+    too small for it; fails if the memory is never freed."""
+    import tempfile
+    import time
+
+    from filelock import FileLock
+
+    need = n_bytes + 2**30
+    _, total = torch.cuda.mem_get_info()
+    if total < need:
+        pytest.skip(f"needs {need / 2**30:.1f} GiB on the GPU, it has "
+                    f"{total / 2**30:.1f}")  # fmt: skip
+    # one slot per run of the suite, shared by its workers
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getpid()))
+    lock = Path(tempfile.gettempdir()) / f"course-gpu-memory-{run}.lock"
+    with FileLock(str(lock)):
+        deadline = time.monotonic() + BIG_MEMORY_WAIT_S
+        while (free := torch.cuda.mem_get_info()[0]) < need:
+            if time.monotonic() > deadline:
+                pytest.fail(
+                    f"{need / 2**30:.1f} GiB never came free on the GPU in "
+                    f"{BIG_MEMORY_WAIT_S} s ({free / 2**30:.1f} GiB free): "
+                    "another process holds it"
+                )
+            time.sleep(0.5)
+        try:
+            yield
+        finally:
+            gc.collect()
+            torch.cuda.empty_cache()
+
+
+@pytest.fixture(autouse=True)
+def _give_back_cached_gpu_memory():
+    """After each test on a GPU, return what PyTorch cached to the driver, so
+    that the other workers' large tests find it free."""
+    yield
+    if HAS_GPU and torch.cuda.memory_reserved() > 2**30:
+        gc.collect()
+        torch.cuda.empty_cache()
 
 
 def load_snippet(name: str):

@@ -703,8 +703,10 @@ _AXE_TRIM_JS = """() => {
     const key = block.className + '|' + span.className;
     if (seen.has(key)) span.remove(); else seen.add(key);
   }
-  for (const [e, width] of scrolling) {
-    if (e.scrollWidth > e.clientWidth + 1) continue;
+  // every width read before any spacer is added: a read after a change to
+  // the page lays the whole page out again, once per block
+  const narrowed = scrolling.filter(([e]) => e.scrollWidth <= e.clientWidth + 1);
+  for (const [e, width] of narrowed) {
     const spacer = document.createElement('span');
     spacer.style.cssText = `display:block;height:1px;width:${width}px`;
     e.appendChild(spacer);

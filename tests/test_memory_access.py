@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from conftest import DEVICE, load_snippet, poison_
+from conftest import DEVICE, gpu_memory, load_snippet, poison_
 
 ma = load_snippet("memory_access")
 
@@ -138,12 +138,6 @@ def test_cpu_tensors_without_interpreter_are_rejected(monkeypatch):
         ma.copy_2d(torch.ones(2, 2))
 
 
-def _needs_gpu_memory(n_bytes):
-    free, _ = torch.cuda.mem_get_info()
-    if free < n_bytes + 2**30:
-        pytest.skip(f"needs {n_bytes / 2**30:.1f} GiB free on the GPU")
-
-
 # issue #28: a 65536 x 32832 float16 matrix (2**31 + 2**22 elements) faulted
 # in copy_2d with int32 offsets; every kernel of the file is run on it
 BIG = (65536, 32832)
@@ -152,20 +146,24 @@ BIG = (65536, 32832)
 @pytest.mark.gpu
 @pytest.mark.parametrize("order", ["rows", "columns"])
 def test_copy_past_2_31_elements(order):
-    _needs_gpu_memory(2 * BIG[0] * BIG[1] * 2)
-    x = torch.randn(BIG, dtype=torch.float16, device="cuda")
-    out = ma.copy_2d(x, out=poison_(torch.empty_like(x)), order=order)
-    assert torch.equal(out, x)
+    with gpu_memory(2 * BIG[0] * BIG[1] * 2):
+        x = torch.randn(BIG, dtype=torch.float16, device="cuda")
+        out = ma.copy_2d(x, out=poison_(torch.empty_like(x)), order=order)
+        same = torch.equal(out, x)
+        del x, out
+    assert same
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("method", ["tiled", "naive"])
 def test_transpose_past_2_31_elements(method):
-    _needs_gpu_memory(2 * BIG[0] * BIG[1] * 2)
-    x = torch.randn(BIG, dtype=torch.float16, device="cuda")
-    out = poison_(torch.empty(BIG[::-1], dtype=x.dtype, device="cuda"))
-    ma.transpose(x, out=out, method=method)
-    assert torch.equal(out, x.t())
+    with gpu_memory(2 * BIG[0] * BIG[1] * 2):
+        x = torch.randn(BIG, dtype=torch.float16, device="cuda")
+        out = poison_(torch.empty(BIG[::-1], dtype=x.dtype, device="cuda"))
+        ma.transpose(x, out=out, method=method)
+        same = torch.equal(out, x.t())
+        del x, out
+    assert same
 
 
 def test_an_out_sharing_memory_with_x_is_refused():

@@ -3,7 +3,7 @@
 import pytest
 import torch
 import triton
-from conftest import DEVICE, REPO_ROOT, assert_close, load_snippet, poison_
+from conftest import DEVICE, REPO_ROOT, assert_close, gpu_memory, load_snippet, poison_
 
 from triton_course.snippet_modules import load_file
 
@@ -108,22 +108,18 @@ def test_mixed_devices_are_rejected():
         va.vector_add(torch.randn(4, device="cuda"), torch.randn(4))
 
 
-def _needs_gpu_memory(n_bytes):
-    free, _ = torch.cuda.mem_get_info()
-    if free < n_bytes + 2**30:
-        pytest.skip(f"needs {n_bytes / 2**30:.1f} GiB free on the GPU")
-
-
 @pytest.mark.gpu  # issue #28: 2**31 + 4096 elements faulted with int32 offsets
 def test_more_than_2_31_elements_are_added():
     n = 2**31 + 4096
-    _needs_gpu_memory(3 * n * 2)
-    x = torch.ones(n, dtype=torch.float16, device="cuda")
-    y = torch.ones(n, dtype=torch.float16, device="cuda")
-    y[2**31 :] = 2.0  # the elements past int32's reach get a different sum
-    out = poison_(torch.empty_like(x))
-    va.vector_add(x, y, out=out)
-    assert bool((out[: 2**31] == 2.0).all()) and bool((out[2**31 :] == 3.0).all())
+    with gpu_memory(3 * n * 2):
+        x = torch.ones(n, dtype=torch.float16, device="cuda")
+        y = torch.ones(n, dtype=torch.float16, device="cuda")
+        y[2**31 :] = 2.0  # the elements past int32's reach get a different sum
+        out = poison_(torch.empty_like(x))
+        va.vector_add(x, y, out=out)
+        low, high = bool((out[: 2**31] == 2.0).all()), bool((out[2**31 :] == 3.0).all())
+        del x, y, out
+    assert low and high
 
 
 # What each launcher check prevents (the page's list), shown with the bare
@@ -279,12 +275,14 @@ def test_the_linked_axpy_solution_widens_its_offsets():
 @pytest.mark.gpu  # 2**31 + 4096 float16 elements, three times
 def test_the_linked_axpy_solution_adds_past_2_31_elements():
     n = 2**31 + 4096
-    _needs_gpu_memory(3 * n * 2)
-    x = torch.ones(n, dtype=torch.float16, device="cuda")
-    y = torch.zeros(n, dtype=torch.float16, device="cuda")
-    y[2**31 :] = 1.0
-    out = _axpy_solution().axpy(2.0, x, y)
-    assert bool((out[: 2**31] == 2.0).all()) and bool((out[2**31 :] == 3.0).all())
+    with gpu_memory(3 * n * 2):
+        x = torch.ones(n, dtype=torch.float16, device="cuda")
+        y = torch.zeros(n, dtype=torch.float16, device="cuda")
+        y[2**31 :] = 1.0
+        out = _axpy_solution().axpy(2.0, x, y)
+        low, high = bool((out[: 2**31] == 2.0).all()), bool((out[2**31 :] == 3.0).all())
+        del x, y, out
+    assert low and high
 
 
 def test_the_launch_runs_on_the_inputs_device(monkeypatch):
