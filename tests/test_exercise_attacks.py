@@ -15,6 +15,19 @@ from triton_course.exercises._check import check
 
 ATTEMPTS = Path(__file__).parent / "fixtures" / "exercise_attempts"
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """The checker's tensors are small: a second thread per PyTorch op only
+    waits, and spins, for the other test worker on CI's two cores."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 # id (= file name: <exercise>-<attempt>.py) -> words the report must contain
 REFUSED = {
     # rows longer than 2048 keep their end unwritten (NaN from the checker)
@@ -441,6 +454,34 @@ UP_TO_FIRST_FAILURE = {
     "colsum-masked_to_one_column",
     "sliding_window_attention-contiguous_copy",
     "sliding_window_attention-two_passes",
+    # the same rule: no "only:" hint among the words (it needs every failure)
+    "axpy-cache",
+    "axpy-constexpr_ratio",
+    "axpy-one_program",
+    "axpy-torch_then_copy",
+    "catch_missing_mask-closure_names",
+    "matmul_bias_relu-cache",
+    "online_logsumexp-growing_tile",
+    "online_logsumexp-no_rescale",
+    "online_logsumexp-second_pass_on_clone",
+    "online_logsumexp-torch_copy",
+    "silu_mul-bwd_floor_grid",
+    "silu_mul-cache_between_calls",
+    "silu_mul-float32_grads",
+    "silu_mul-grid_wrong_dim",
+    "silu_mul-missing_mask",
+    "silu_mul-no_autograd",
+    "silu_mul-no_triton",
+    "silu_mul-torch_backward",
+    "transpose-copy_then_view",
+    "transpose-flat_lane_order",
+    "transpose-float32_output",
+    "transpose-grid_wrong_dim",
+    "transpose-hard_coded_rows",
+    "transpose-missing_mask",
+    "transpose-no_triton",
+    "transpose-pytorch_copy",
+    "transpose-strided_store",
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -366,22 +367,33 @@ def kernel_problems(result, args, watch: Watch, attempt_file) -> list[str]:
     return problems
 
 
-def compile_problems(watch: Watch, attempt: Path):
+def compile_problems(
+    watch: Watch, attempt: Path, done: set | None = None, early: bool = False
+):
     """(label, problems) for each kernel launch of the attempt, one per
     combination of argument types, that Triton's compiler refuses for sm_90
-    (see _compile.py): what the interpreter ran but a GPU would not."""
+    (see _compile.py): what the interpreter ran but a GPU would not.
+    Signatures in ``done`` were compiled already (each compiles alone, the
+    same way every time): skipped, and those compiled now are added. With
+    ``early`` (before the last case) nothing is printed but refusals."""
     import json
 
     from ._compile import ARCH, refusals
 
     file = str(Path(attempt).resolve())
-    launches = []
-    for (where, kernel, types), seen in watch.signatures.items():
+    done = set() if done is None else done
+    launches, keys, known = [], [], False
+    for key, seen in watch.signatures.items():
+        where, kernel, types = key
         try:
             json.dumps(seen["constexprs"])
         except TypeError:
             continue  # a constexpr that cannot be passed on (a tl.dtype, say)
         if where == file:
+            known = True
+            if key in done:
+                continue
+            keys.append(key)
             launches.append(
                 {
                     "kernel": kernel,
@@ -389,13 +401,18 @@ def compile_problems(watch: Watch, attempt: Path):
                     "constexprs": seen["constexprs"],
                 }
             )
+    if not known:
+        return
+    if not early:
+        print(f"  compiling your kernels for sm_{ARCH}, as a GPU would ...", flush=True)
     if not launches:
         return
-    print(f"  compiling your kernels for sm_{ARCH}, as a GPU would ...", flush=True)
     found = refusals(file, launches)
     if isinstance(found, str):  # no compiler here: say so, refuse nothing
-        print(f"  (skipped: the compiler could not run here: {found})")
+        if not early:  # (early: the last compile tries them all again)
+            print(f"  (skipped: the compiler could not run here: {found})")
         return
+    done.update(keys)
     for refusal in found:
         pointers = sorted(
             {t[1:] for t in refusal["types"].values() if t and t[0] == "*"}
@@ -435,9 +452,30 @@ def _one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}"
 
 
-def check(exercise: Exercise, attempt: Path, first_failure: bool = False) -> int:
+def _print_failure(label: str, problems: list[str], seen: set) -> None:
+    print(f"  FAIL {label}")
+    for problem in problems:
+        first, _, rest = problem.partition("\n")
+        print(f"       - {first}")
+        if rest and first not in seen:  # each traceback once
+            print(rest)
+        seen.add(first)
+    sys.stdout.flush()
+
+
+def check(
+    exercise: Exercise,
+    attempt: Path,
+    first_failure: bool = False,
+    compile_after: float | None = None,
+) -> int:
     """Print a report; return the exit status (0: every case passed). With
-    ``first_failure``, stop at the first failing case (mutation testing)."""
+    ``first_failure``, stop at the first failing case (mutation testing).
+    With it and ``compile_after``, the kernels launched so far are compiled
+    once the cases have taken that many CPU seconds, not only after the last
+    case: a mutant that only the compiler refuses stops before the slowest
+    cases. The status is the same: each signature compiles alone, with the
+    constexprs of its first launch, whenever it is compiled."""
     print(f"checking {exercise.name!r} from {attempt} (Triton interpreter, CPU)")
     try:
         module = load_attempt(attempt)
@@ -456,24 +494,30 @@ def check(exercise: Exercise, attempt: Path, first_failure: bool = False) -> int
     else:
         results = run_cases(exercise, fn, poisoner, watch)
     failed, count, seen = [], 0, set()
+    compiled: set = set()  # signatures compiled before the last case
+    early = first_failure and compile_after is not None and exercise.custom is None
+    started = time.process_time()
     for label, problems in results:
         count += 1
         if not problems:
             print(f"  ok   {label}", flush=True)
-            continue
-        failed.append((label, problems))
-        print(f"  FAIL {label}")
-        for problem in problems:
-            first, _, rest = problem.partition("\n")
-            print(f"       - {first}")
-            if rest and first not in seen:  # each traceback once
-                print(rest)
-            seen.add(first)
-        sys.stdout.flush()
-        if first_failure:
-            break
+        else:
+            failed.append((label, problems))
+            _print_failure(label, problems, seen)
+            if first_failure:
+                break
+        if early and time.process_time() - started > compile_after:
+            early = False
+            for label, problems in compile_problems(watch, attempt, compiled, True):
+                count += 1
+                failed.append((label, problems))
+                print(f"  FAIL {label}")
+                for problem in problems:
+                    print(f"       - {problem}")
+            if failed:
+                break
     if not failed and exercise.custom is None:
-        for label, problems in compile_problems(watch, attempt):
+        for label, problems in compile_problems(watch, attempt, compiled):
             count += 1
             failed.append((label, problems))
             print(f"  FAIL {label}")

@@ -12,10 +12,18 @@ course measures on), in a process without ``TRITON_INTERPRET``:
 
 The request is ``{"file": ..., "launches": [{"kernel", "types",
 "constexprs"}]}``; the answer, on stdout, a JSON list of the refusals.
+
+A checking process keeps one such process (``--serve``, where ``os.fork``
+exists): it imports Triton once and answers each request from a forked
+child, as fresh as a new process, in the request's environment, but without
+its seconds of start-up (the tests and mutation testing compile hundreds of
+times). Anything unusual there (a crash, an exception) falls back to a new
+process, whose answer is the one given.
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import inspect
 import json
@@ -28,6 +36,12 @@ import warnings
 ARCH = 90  # sm_90: the H100
 
 
+# (the --serve process, what a process reads as it starts: its directory, the
+# PYTHON* and LD_* variables)
+_server: tuple[subprocess.Popen, tuple] | None = None
+_server_died = False  # it exited on its own (no compiler here?): not again
+
+
 def refusals(file: str, launches: list[dict], timeout: float = 300):
     """Compile in a fresh process; each refusal is {"kernel", "types", "error"}.
     A str instead: the compiling process itself failed (no compiler here)."""
@@ -37,9 +51,14 @@ def refusals(file: str, launches: list[dict], timeout: float = 300):
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")])
     )
+    request = json.dumps({"file": file, "launches": launches})
+    if hasattr(os, "fork") and not _server_died:
+        found = _served(request, env, timeout)
+        if found is not None:
+            return found
     done = subprocess.run(
         [sys.executable, "-m", "triton_course.exercises._compile"],
-        input=json.dumps({"file": file, "launches": launches}),
+        input=request,
         env=env,
         capture_output=True,
         text=True,
@@ -49,6 +68,112 @@ def refusals(file: str, launches: list[dict], timeout: float = 300):
         tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
         return tail[0]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _served(request: str, env: dict, timeout: float) -> list | None:
+    """The refusals from the --serve process; None when it could not answer.
+    Each request carries the environment its child takes on; the process is
+    restarted when what Python reads at start-up changed (sys.path comes from
+    the directory and PYTHONPATH)."""
+    global _server, _server_died
+    import select
+
+    start_up = (
+        os.getcwd(),
+        {k: v for k, v in env.items() if k.startswith(("PYTHON", "LD_"))},
+    )
+    if _server is not None and _server[1] != start_up:
+        _stop_server()
+    if _server is None:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "triton_course.exercises._compile", "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            text=True,
+        )
+        _server = (process, start_up)
+    process = _server[0]
+    try:
+        process.stdin.write(json.dumps({"env": env, "request": request}) + "\n")
+        process.stdin.flush()
+        ready, _, _ = select.select([process.stdout], [], [], timeout)
+        if not ready:
+            _stop_server()
+            raise subprocess.TimeoutExpired(process.args, timeout)
+        line = process.stdout.readline()
+    except OSError:
+        line = ""
+    if not line:  # it exited: its imports failed (no compiler here?), or a crash
+        _server_died = True
+        _stop_server()
+        return None
+    answer = json.loads(line)
+    if not answer["ok"]:
+        return None  # the new process gives the answer, error message and all
+    return answer["found"]
+
+
+def _stop_server() -> None:
+    global _server
+    if _server is None:
+        return
+    process, _server = _server[0], None
+    process.kill()
+    process.wait()
+    for stream in (process.stdin, process.stdout):
+        try:
+            stream.close()
+        except OSError:
+            pass
+
+
+atexit.register(_stop_server)
+
+
+def serve() -> int:
+    """Answer one request per line of stdin, each in a forked child (a fresh
+    state for the attempt's module), with one line: {"ok", "found"}."""
+    import torch  # noqa: F401 - what every attempt imports: once, here
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import make_backend
+    from triton.runtime.cache import triton_key
+
+    # what the first compile of every process computes (hashes of Triton's
+    # files, ptxas's version), cached: once, here, not in every child
+    triton_key()
+    make_backend(GPUTarget("cuda", ARCH, 32)).hash()
+    for line in sys.stdin:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: what main() does, its output to the pipe
+            os.close(read)
+            quiet = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(quiet, fd)
+            code = 1
+            try:
+                asked = json.loads(line)
+                os.environ.clear()
+                os.environ.update(asked["env"])
+                found = _answer(json.loads(asked["request"]))
+                data = json.dumps(found, default=str).encode()
+                while data:
+                    data = data[os.write(write, data) :]
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        chunks = []
+        while chunk := os.read(read, 1 << 16):
+            chunks.append(chunk)
+        os.close(read)
+        _, status = os.waitpid(pid, 0)
+        ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        found = json.loads(b"".join(chunks)) if ok else None
+        print(json.dumps({"ok": ok, "found": found}), flush=True)
+    return 0
 
 
 def _kernel(module, name: str):
@@ -114,7 +239,13 @@ def _compile_one(kernel, types: dict, constexprs: dict) -> str | None:
 
 
 def main() -> int:
-    request = json.loads(sys.stdin.read())
+    if sys.argv[1:] == ["--serve"]:
+        return serve()
+    print(json.dumps(_answer(json.loads(sys.stdin.read())), default=str))
+    return 0
+
+
+def _answer(request: dict) -> list[dict]:
     spec = importlib.util.spec_from_file_location("attempt", request["file"])
     module = importlib.util.module_from_spec(spec)
     sys.modules["attempt"] = module
@@ -127,8 +258,7 @@ def main() -> int:
         error = _compile_one(kernel, launch["types"], launch["constexprs"])
         if error:
             found.append({**launch, "error": error})
-    print(json.dumps(found, default=str))
-    return 0
+    return found
 
 
 if __name__ == "__main__":

@@ -43,6 +43,32 @@ _active: Watch | None = None  # the watch in force, if any
 _launch: Launch | None = None  # the launch being interpreted, if watched
 
 
+def unique(values) -> np.ndarray:
+    """np.unique(values), by sorting. NumPy 2.4's np.unique hashes, and on
+    addresses (multiples of the element size) that takes some 30 times as
+    long; np.isin calls it too (see isin)."""
+    ordered = np.sort(np.asarray(values), axis=None)
+    if ordered.size < 2:
+        return ordered
+    keep = np.empty(ordered.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
+
+
+def isin(values, among) -> np.ndarray:
+    """np.isin(values, among), by sorting (see unique): a bool array of the
+    shape of values, True where the element is one of among's."""
+    values, among = np.asarray(values), np.asarray(among)
+    if values.dtype != among.dtype:
+        return np.isin(values, among)
+    ordered = np.sort(among, axis=None)
+    if not ordered.size:
+        return np.zeros(values.shape, dtype=bool)
+    pos = np.minimum(np.searchsorted(ordered, values), ordered.size - 1)
+    return np.asarray(ordered[pos] == values)
+
+
 class OutOfBounds(RuntimeError):
     """A memory access outside every tensor argument, stopped before it ran."""
 
@@ -127,7 +153,7 @@ class Watch:
         chunks = [a for launch in launches for a in launch.stored]
         if not chunks:
             return torch.zeros(tensor.shape, dtype=torch.bool)
-        written = np.isin(addresses, np.concatenate(chunks))
+        written = isin(addresses, np.concatenate(chunks))
         return torch.from_numpy(np.asarray(written, dtype=bool)).reshape(tensor.shape)
 
     @staticmethod
@@ -137,7 +163,7 @@ class Watch:
         chunks = [a for launch in launches for a in launch.loaded]
         if not chunks:
             return torch.zeros(tensor.shape, dtype=torch.bool)
-        read = np.isin(Watch.addresses(tensor), np.concatenate(chunks))
+        read = isin(Watch.addresses(tensor), np.concatenate(chunks))
         return torch.from_numpy(np.asarray(read, dtype=bool)).reshape(tensor.shape)
 
     @staticmethod
@@ -189,11 +215,11 @@ class Watch:
         loaded = [a for launch in launches for a in launch.loaded]
         if not loaded:
             return 0
-        read = np.unique(np.concatenate(loaded))
+        read = unique(np.concatenate(loaded))
         known = [Watch.addresses(t).ravel() for t in inputs if t.numel()]
         known += [a for launch in launches for a in launch.stored]
         if known:
-            read = read[~np.isin(read, np.concatenate(known))]
+            read = read[~isin(read, np.concatenate(known))]
         return int(read.size)
 
 

@@ -37,15 +37,15 @@ def _disguised(impl, watch, seen: list[int]):
 def _stored_outside(target, launches) -> int:
     import numpy as np
 
-    from ._watch import Watch
+    from ._watch import Watch, isin, unique
 
     chunks = [a for launch in launches for a in launch.stored]
     if not chunks:
         return 0
-    stored = np.unique(np.concatenate(chunks))
+    stored = unique(np.concatenate(chunks))
     if target is None or not hasattr(target, "data_ptr"):
         return int(stored.size)
-    return int((~np.isin(stored, Watch.addresses(target).ravel())).sum())
+    return int((~isin(stored, Watch.addresses(target).ravel())).sum())
 
 
 def _variants():

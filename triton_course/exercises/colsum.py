@@ -27,7 +27,7 @@ def inspect(case, args, result, launches):
     """Every element of x read once, by loads whose lanes share sectors."""
     import numpy as np
 
-    from ._watch import Watch
+    from ._watch import Watch, unique
 
     x = args[0]
     if not launches or x.numel() == 0:
@@ -55,15 +55,15 @@ def inspect(case, args, result, launches):
         "row."
     )
     first, last = mine.min(), mine.max()
-    shared = np.unique(mine // np.uint64(32)).size < mine.size  # x's values share
+    shared = unique(mine // np.uint64(32)).size < mine.size  # x's values share
     for launch in launches:
         values = reads = 0  # x's values loaded; 32-byte sectors each load touched
         for addresses, (block, _, size) in zip(
             launch.loaded, launch.load_tiles, strict=True
         ):
-            sectors = np.unique(addresses // np.uint64(32)).size
-            lanes = np.unique(block)  # distinct addresses of the whole block
-            walk = np.unique(lanes // np.uint64(32)).size == lanes.size
+            sectors = unique(addresses // np.uint64(32)).size
+            lanes = unique(block)  # distinct addresses of the whole block
+            walk = unique(lanes // np.uint64(32)).size == lanes.size
             if addresses.size >= WALK and sectors == addresses.size and walk:
                 problems.append(
                     f"a tl.load of {launch.kernel} read {addresses.size} elements "
@@ -74,7 +74,7 @@ def inspect(case, args, result, launches):
                 return problems
             of_x = addresses[(addresses >= first) & (addresses <= last)]
             values += of_x.size
-            reads += np.unique(of_x // np.uint64(32)).size
+            reads += unique(of_x // np.uint64(32)).size
         # A load of one value (or of a few, each in its own sector) is as bad:
         # a program walking down its column one scalar at a time (review
         # 2026-11-27 mod-03) moves a whole sector for every value.

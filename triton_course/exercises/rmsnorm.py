@@ -38,7 +38,7 @@ def inspect(case, args, result, launches):
     element of x at most twice, in loads of a block of the row."""
     import numpy as np
 
-    from ._watch import Watch
+    from ._watch import Watch, unique
 
     x, w, _ = args
     if not launches or x.numel() == 0:
@@ -102,7 +102,7 @@ def inspect(case, args, result, launches):
             at = order[found][mine[order[found]] == addresses] // x.shape[1]
             rows, per_row = np.unique(at, return_counts=True)
             widest = int(per_row.max()) if rows.size else None
-            lanes = np.unique(block).size // max(rows.size, 1)
+            lanes = unique(block).size // max(rows.size, 1)
             loads.append((lanes, widest, size, rows.size))
         # every load of x in the launch reads a few elements of each row: a
         # walk along the rows, however many rows one load spans

@@ -48,7 +48,7 @@ def inspect(case, args, result, launches):
     the keys once: as many elements of k loaded as of v."""
     import numpy as np
 
-    from ._watch import Watch
+    from ._watch import Watch, isin
 
     q, k, v, _ = args
     if not launches or q.numel() == 0:
@@ -65,8 +65,8 @@ def inspect(case, args, result, launches):
     loaded = [a for launch in launches for a in launch.loaded]
     if loaded and not foreign:
         loaded = np.concatenate(loaded)
-        keys = int(np.isin(loaded, Watch.addresses(k).ravel()).sum())
-        values = int(np.isin(loaded, Watch.addresses(v).ravel()).sum())
+        keys = int(isin(loaded, Watch.addresses(k).ravel()).sum())
+        values = int(isin(loaded, Watch.addresses(v).ravel()).sum())
         if keys > values:
             problems.append(
                 f"your kernels loaded {keys} elements of k but only {values} "

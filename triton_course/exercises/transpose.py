@@ -24,9 +24,11 @@ def _sector_use(addresses, itemsize: int) -> tuple[int, int]:
     """(bytes an access asked for, bytes of the 32-byte sectors it touched)."""
     import numpy as np
 
+    from ._watch import unique
+
     first = addresses // np.uint64(SECTOR)
     last = (addresses + np.uint64(itemsize - 1)) // np.uint64(SECTOR)
-    sectors = np.unique(np.concatenate([first, last])).size
+    sectors = unique(np.concatenate([first, last])).size
     return addresses.size * itemsize, sectors * SECTOR
 
 
@@ -63,7 +65,7 @@ def inspect(case, args, result, launches):
     and by each warp of it."""
     import numpy as np
 
-    from ._watch import Watch
+    from ._watch import Watch, isin, unique
 
     x = args[0]
     problems = []
@@ -79,14 +81,12 @@ def inspect(case, args, result, launches):
     # from x itself (not from a copy PyTorch transposed between two launches)
     out = Watch.addresses(result.detach()).ravel()
     writers = [
-        launch
-        for launch in launches
-        if any(np.isin(a, out).any() for a in launch.stored)
+        launch for launch in launches if any(isin(a, out).any() for a in launch.stored)
     ] or launches
     loaded = [a for launch in writers for a in launch.loaded]
     everything = np.concatenate(loaded or [np.zeros(0, dtype=np.uint64)])
     of_x = Watch.addresses(x).ravel()
-    read = np.isin(of_x, everything)
+    read = isin(of_x, everything)
     if not read.all():
         row, col = divmod(int(np.argmax(~read)), x.shape[1])
         problems.append(
@@ -94,7 +94,7 @@ def inspect(case, args, result, launches):
             "the launch that writes the result): it must read x itself, not a "
             "copy made in PyTorch (x.t().contiguous() does the transpose for you)"
         )
-    foreign = np.unique(everything[~np.isin(everything, of_x)])
+    foreign = unique(everything[~isin(everything, of_x)])
     if foreign.size:
         problems.append(
             f"the kernel that writes the result read {foreign.size} element(s) "
