@@ -44,7 +44,6 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RECIPES_DIR = REPO_ROOT / "notebooks"
-SNIPPETS_DIR = REPO_ROOT / "snippets"
 OUTPUT_DIR = REPO_ROOT / "docs" / "notebooks"
 
 _INCLUDE_RE = re.compile(r'^--8<--\s+"([^":]+):([\w-]+)"\s*$')
