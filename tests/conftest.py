@@ -127,24 +127,35 @@ def compile_in_subprocess(script: str | Path, *args: str, timeout: int = 600):
     once per worker. The first worker to ask runs it and keeps its JSON for
     the others, for this run only (nothing in the repository changes during
     a run); a failing script is not kept, so each asker sees it fail."""
+    text = script.read_text("utf-8") if isinstance(script, Path) else script
+    return once_per_run(
+        repr((str(script), text, args)),
+        lambda: _compile_in_subprocess(script, *args, timeout=timeout),
+    )
+
+
+def once_per_run(key: str, compute):
+    """``compute()``'s JSON result, computed by the first pytest-xdist worker
+    that asks for ``key`` and read back by the others, for this run only
+    (nothing in the repository changes during a run). Without xdist, just
+    ``compute()``. A failure is not kept, so each asker sees it fail."""
     import hashlib
     import json
     import tempfile
 
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     if not run:
-        return _compile_in_subprocess(script, *args, timeout=timeout)
+        return compute()
     from filelock import FileLock
 
-    text = script.read_text("utf-8") if isinstance(script, Path) else script
-    key = hashlib.sha256(repr((str(script), text, args)).encode()).hexdigest()[:24]
+    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
     memo = Path(tempfile.gettempdir()) / f"course-compiles-{run}"
     memo.mkdir(exist_ok=True)
-    kept = memo / f"{key}.json"
-    with FileLock(str(memo / f"{key}.lock")):
+    kept = memo / f"{digest}.json"
+    with FileLock(str(memo / f"{digest}.lock")):
         if kept.is_file():
             return json.loads(kept.read_text("utf-8"))
-        result = _compile_in_subprocess(script, *args, timeout=timeout)
+        result = compute()
         kept.write_text(json.dumps(result), "utf-8")
         return result
 

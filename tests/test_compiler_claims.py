@@ -19,7 +19,7 @@ import sys
 
 import pytest
 import triton
-from conftest import REPO_ROOT, compile_in_subprocess
+from conftest import REPO_ROOT, compile_in_subprocess, once_per_run
 
 from triton_course.codegen import CHECKED_TRITONS, for_triton
 
@@ -40,7 +40,9 @@ def _codegen(*args: str) -> dict:
 
 @pytest.fixture(scope="module")
 def facts():
-    return _codegen()
+    # one compile (a CPU-minute on a loaded machine) for all pytest-xdist
+    # workers: the GPU runner spreads this module's tests over all of them
+    return once_per_run("triton_course.codegen", _codegen)
 
 
 # ------------------------------------------------- tl.dot per architecture ---
