@@ -934,6 +934,19 @@ def test_run_unsets_triton_autotuning_cache(repo, monkeypatch):
     assert "TRITON_CACHE_AUTOTUNING" not in os.environ
 
 
+def test_run_pins_one_triton_cache_for_every_process(repo, monkeypatch):
+    # unset, Inductor would point it at its own directory mid-process
+    import triton
+
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    seen = []
+    do_run(repo, check=lambda snippets: seen.append(os.environ["TRITON_CACHE_DIR"]))
+    assert seen == [str(triton.knobs.cache.dir)]
+    assert os.environ["TRITON_CACHE_DIR"] == seen[0]
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/somewhere/else")
+    assert cli.share_one_triton_cache() == "/somewhere/else"
+
+
 def test_time_per_phase_is_logged(repo, capsys):
     do_run(repo, warm=lambda snippets, stop: stop.wait(60))
     out = capsys.readouterr().out
