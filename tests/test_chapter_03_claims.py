@@ -19,6 +19,9 @@ import triton
 import triton.language as tl
 from conftest import DEVICE, REPO_ROOT, compile_in_subprocess, load_snippet
 
+# module fixtures computed once per run: see heavy_first in conftest.py
+pytestmark = pytest.mark.shared_setup
+
 CHAPTER = REPO_ROOT / "docs" / "gpu-architecture" / "03-custom-kernels"
 
 # --------------------------------------------- tensor cores for small tiles ---

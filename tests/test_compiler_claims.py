@@ -23,6 +23,9 @@ from conftest import REPO_ROOT, compile_in_subprocess, once_per_run
 
 from triton_course.codegen import CHECKED_TRITONS, for_triton
 
+# module fixtures computed once per run: see heavy_first in conftest.py
+pytestmark = pytest.mark.shared_setup
+
 
 def _codegen(*args: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}

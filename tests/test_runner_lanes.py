@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -131,11 +132,20 @@ def test_concurrent_phase_processes_compile_without_an_inductor_pool(
 
 
 class _Item:
-    def __init__(self, name, heavy_mark=False):
-        self.name, self._heavy = name, heavy_mark
+    def __init__(self, name, heavy_mark=False, shared=None):
+        """``shared``: (module, its module fixtures this item uses) of a
+        module marked shared_setup."""
+        self.name, self._heavy, self._shared = name, heavy_mark, shared
+        self.nodeid = f"{shared[0] if shared else 'tests/test_x.py'}::{name}"
+        if shared:
+            defs = {f: [types.SimpleNamespace(scope="module")] for f in shared[1]}
+            defs["tmp_path"] = [types.SimpleNamespace(scope="function")]
+            self._fixtureinfo = types.SimpleNamespace(name2fixturedefs=defs)
 
     def get_closest_marker(self, name):
-        return object() if name == "compile_heavy" and self._heavy else None
+        if name == "compile_heavy":
+            return object() if self._heavy else None
+        return object() if name == "shared_setup" and self._shared else None
 
 
 def test_compile_heavy_checks_start_one_per_worker():
@@ -156,6 +166,26 @@ def test_compile_heavy_checks_start_one_per_worker():
     assert [n for n in names if n.startswith("test_light")] == [
         f"test_light_{i}" for i in range(6)
     ]
+
+
+def test_a_shared_setup_is_computed_early_and_its_waiters_go_last():
+    # one worker computes each once-per-run fixture early; the checks that
+    # only read it come last, when it is there, instead of idling beside it
+    from conftest import heavy_first
+
+    a, b = "tests/test_a.py", "tests/test_b.py"
+    items = [
+        _Item("a1", shared=(a, {"facts"})),
+        _Item("a2", shared=(a, {"facts"})),
+        _Item("a3", shared=(a, {"facts", "other"})),
+        _Item("light_0"),
+        _Item("b1", shared=(b, {"facts"})),  # another module's own fixture
+        _Item("a4", shared=(a, {"other"})),
+        _Item("light_1"),
+        _Item("heavy", heavy_mark=True),
+    ]
+    names = [i.name for i in heavy_first(items)]
+    assert names == ["a1", "light_0", "a3", "light_1", "b1", "heavy", "a2", "a4"]
 
 
 def test_the_runner_asks_xdist_for_one_item_at_a_time(monkeypatch):

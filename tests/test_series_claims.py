@@ -20,6 +20,9 @@ from conftest import DEVICE, REPO_ROOT, compile_in_subprocess, load_snippet
 
 from triton_course.codegen import for_triton
 
+# module fixtures computed once per run: see heavy_first in conftest.py
+pytestmark = pytest.mark.shared_setup
+
 DOCS = REPO_ROOT / "docs"
 SERIES = DOCS / "triton-series"
 
