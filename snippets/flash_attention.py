@@ -645,6 +645,15 @@ def attention_sdpa(q, k, v, causal=False):
     return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
+def attention_sdpa_flash(q, k, v, causal=False):
+    """The same call held to SDPA's FLASH backend (FlashAttention-2's
+    kernels): a second peer beside SDPA's own choice, cuDNN on an H100."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
 # --8<-- [end:reference]
 
 
@@ -897,7 +906,11 @@ BENCHMARKS = [
         "work": _bench_flops,
         "make_inputs": _bench_inputs,
         "triton": _forward_only,
-        "peers": {"PyTorch eager": attention_eager, "SDPA": attention_sdpa},
+        "peers": {
+            "PyTorch eager": attention_eager,
+            "SDPA": attention_sdpa,
+            "SDPA (FLASH backend)": attention_sdpa_flash,
+        },
         "report": _forward_report,
         "report_untimed": True,  # names, memory, accuracy: made beside the tests
     },
@@ -914,6 +927,7 @@ BENCHMARKS = [
         "peers": {
             "PyTorch eager": _backward_of(attention_eager),
             "SDPA": _backward_of(attention_sdpa),
+            "SDPA (FLASH backend)": _backward_of(attention_sdpa_flash),
         },
     },
 ]

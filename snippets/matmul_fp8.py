@@ -192,14 +192,16 @@ def _check_float(x, name):
 
 # --8<-- [start:launcher]
 INTERPRETER_CONFIG = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 4}
-# What one tuning run on an H100 chose (python matmul_fp8.py --tune: triton
-# 3.6, one do_bench each; candidates within a few per cent of each other),
-# for fast accumulation (True) and precise (False). Precise holds a second
+# What tuning runs on an H100 chose (python matmul_fp8.py --tune: triton
+# 3.6; candidates within a few per cent of each other), for fast
+# accumulation (True) and precise (False). Fast: four stages, which fit in
+# shared memory only with the output tile stored in two halves (EPILOGUE_SPLIT;
+# tests/test_matmul_fp8.py compiles it). Precise holds a second
 # accumulator, about twice the registers: compiled for sm_90, 128 x 256 then
 # spills (a stack frame), 256 x 128 just fits (tests/test_matmul_fp8.py).
 HOPPER_CONFIGS = {
     True: {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 128, "GROUP_M": 16,
-           "num_warps": 8, "num_stages": 3, "EPILOGUE_SPLIT": False},
+           "num_warps": 8, "num_stages": 4, "EPILOGUE_SPLIT": True},
     False: {"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 128, "GROUP_M": 8,
             "num_warps": 8, "num_stages": 3, "EPILOGUE_SPLIT": False},
 }  # fmt: skip
@@ -603,6 +605,7 @@ TUNE_CONFIGS = [  # BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages, split
     (128, 128, 128, 8, 4, 4, False),
     (128, 128, 256, 8, 8, 3, False),
     (128, 256, 128, 16, 8, 3, False),
+    (128, 256, 128, 16, 8, 4, True),
     (64, 256, 128, 8, 4, 4, False),
 ]
 TUNE_VARIANTS = {  # name: (persistent, host_desc)

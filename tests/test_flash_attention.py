@@ -660,7 +660,7 @@ def test_benchmark_descriptions():
     fwd, bwd = fa.BENCHMARKS
     assert (fwd["name"], bwd["name"]) == ("flash_attention_fwd", "flash_attention_bwd")
     for bench in (fwd, bwd):
-        assert list(bench["peers"]) == ["PyTorch eager", "SDPA"]
+        assert list(bench["peers"]) == ["PyTorch eager", "SDPA", "SDPA (FLASH backend)"]
         # 16384 left out on purpose: the GPU run must stay short (lesson 02
         # explains that size with arithmetic, not a measurement)
         assert {s["n_ctx"] for s in bench["sizes"]} == {1024, 2048, 4096, 8192}
@@ -726,6 +726,29 @@ def test_memory_table_shows_the_n_squared_scores():
     # Naive memory grows 4x when the sequence doubles; flash memory 2x.
     assert rows[1]["naive (MiB)"] > 3.5 * rows[0]["naive (MiB)"]
     assert rows[1]["flash (Triton) (MiB)"] < 2.5 * rows[0]["flash (Triton) (MiB)"]
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_the_flash_backend_peer_computes_attention(causal, seeded):
+    # on the CPU too: PyTorch has a CPU flash kernel, so the peer runs here
+    q, k, v = qkv(1, 2, 40, 16, torch.float16)
+    out = fa.attention_sdpa_flash(q, k, v, causal)
+    ref = fa.attention_ref(q, k, v, causal)
+    assert_close(out.double(), ref, **TOLERANCES[torch.float16])
+
+
+@pytest.mark.gpu
+def test_the_flash_backend_peer_runs_flash_kernels_not_cudnn():
+    # the column's name says which kernels ran: read them from the profiler
+    # (SDPA's own choice is in the report test_sdpa_kernels_are_named makes)
+    from torch.profiler import ProfilerActivity, profile
+
+    q, k, v = qkv(1, 16, 4096, 128, torch.float16)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fa.attention_sdpa_flash(q, k, v, True)
+        torch.cuda.synchronize()
+    names = " ".join(e.key.lower() for e in prof.key_averages())
+    assert "flash" in names and "cudnn" not in names, names[:500]
 
 
 @pytest.mark.gpu

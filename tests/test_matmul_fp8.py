@@ -331,16 +331,23 @@ def sig(c):
         ab, cc = ("*fp8e4nv", "*fp8e4nv"), "*bf16"
     else:
         ab = (f"tensordesc<fp8e4nv[{bm}, {bk}]>", f"tensordesc<fp8e4nv[{bn}, {bk}]>")
-        cc = f"tensordesc<bf16[{bm}, {bn}]>"
+        c_cols = bn // 2 if c["EPILOGUE_SPLIT"] else bn  # the split store's halves
+        cc = f"tensordesc<bf16[{bm}, {c_cols}]>"
     return ({"a": ab[0], "b": ab[1], "c": cc, "a_scale_ptr": "*fp32",
              "b_scale_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32"}
             | dict.fromkeys(c, "constexpr"))
 TALL = BIG | {"BLOCK_M": 256, "BLOCK_N": 128, "MAX_IMPRECISE": 128}
+# the launcher's fast config (HOPPER_CONFIGS[True]): four stages, split store
+LAUNCH = {k: v for k, v in mf.HOPPER_CONFIGS[True].items() if k[0].isupper()}
 runs = {"90": (90, BIG, 8), "90-precise": (90, BIG | {"MAX_IMPRECISE": 128}, 8),
         "90-precise-256x128": (90, TALL, 8),
         "90-fast-256x128": (90, TALL | {"MAX_IMPRECISE": 0}, 8),
         "90-device": (90, BIG | {"DEVICE_DESC": True}, 8),
+        "90-launch": (90, BIG | LAUNCH, 8),
+        "90-launch-unsplit": (90, BIG | LAUNCH | {"EPILOGUE_SPLIT": False}, 8),
         "89": (89, SMALL, 4), "80": (80, SMALL, 4)}
+STAGES = {"90-launch": mf.HOPPER_CONFIGS[True]["num_stages"],
+          "90-launch-unsplit": mf.HOPPER_CONFIGS[True]["num_stages"]}
 
 def usage(cubin):  # registers and stack (spills) per thread, from cuobjdump
     import subprocess, tempfile
@@ -364,7 +371,7 @@ out = {}
 for name, (arch, consts, warps) in runs.items():
     try:
         k = codegen.compile_kernel(mf.matmul_fp8_kernel, arch, sig(consts), consts,
-                                   num_warps=warps, num_stages=3)
+                                   num_warps=warps, num_stages=STAGES.get(name, 3))
     except Exception as exc:
         out[name] = "refused: " + str(exc).strip().splitlines()[-1]
         continue
@@ -393,6 +400,15 @@ def test_what_triton_compiles_for_each_gpu():
     wgmma = "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3"
     assert fast["wgmma"] == [wgmma] and fast["wgmma_count"] == 4
     assert fast["shared"] <= 232448  # Hopper's per-block maximum
+    # the launcher's four stages fit only with the output stored in halves
+    launch, unsplit = found["90-launch"], found["90-launch-unsplit"]
+    assert mf.HOPPER_CONFIGS[True]["num_stages"] == 4
+    assert launch["shared"] <= 232448 < unsplit["shared"]
+    assert launch["wgmma"] == [wgmma] and launch["wgmma_count"] == 4
+    assert launch["REG"] < 200 and launch["STACK"] == 0
+    page = " ".join(PAGE.read_text(encoding="utf-8").split())
+    assert "128 × 256 × 128 tiles in four pipeline stages" in page
+    assert "stores the output in two halves of 128 × 128 (`EPILOGUE_SPLIT`)" in page
     # fast: the wgmma chain runs along all of K, no float32 add between blocks;
     # precise: 128 x 256 partial sums over 256 threads, one add.f32 each
     assert fast["add_f32"] == 0 and precise["add_f32"] == 128

@@ -323,15 +323,15 @@ def test_the_bare_launches_the_page_shows(capsys):
     print(f"one row per program: {n_rows} x {n_cols} matches torch.softmax")
     # --8<-- [end:launch_row]
     # --8<-- [start:launch_rows]
-    x = 4 * torch.randn(1000, 200, device=device)
+    x = 4 * torch.randn(1003, 200, device=device)
     n_rows, n_cols = x.shape
     out = torch.empty_like(x)
     block = triton.next_power_of_2(n_cols)  # 256 lanes per row
-    rows = 4096 // block  # 16 rows per program: 4096 elements
-    grid = (triton.cdiv(n_rows, rows),)  # the last program has 8 rows
+    rows = 2048 // block  # 8 rows per program: 2048 elements
+    grid = (triton.cdiv(n_rows, rows),)  # the last program has 3 rows
     softmax_rows_kernel[grid](
         x, out, n_rows, n_cols, x.stride(0), out.stride(0),
-        BLOCK_ROWS=rows, BLOCK_SIZE=block,
+        BLOCK_ROWS=rows, BLOCK_SIZE=block, num_warps=2,
     )  # fmt: skip
     torch.testing.assert_close(out, torch.softmax(x, dim=-1))
     print(f"{rows} rows per program: {n_rows} x {n_cols} matches torch.softmax")
@@ -347,6 +347,24 @@ def test_num_warps_scale_with_the_block():
     assert "synchronising warps" not in page
     assert "a block of 256 one warp" in page
     assert [sm._num_warps(2**k) for k in range(9, 16)] == [1, 2, 4, 8, 16, 16, 16]
+
+
+def test_a_block_of_short_rows_is_2048_elements_on_two_warps():
+    # #37: the 2-D kernel's short-row launch; one row per program from 2048
+    # columns up, with softmax's own warps there
+    launch = sm._launch_configs(rows_per_program=True)
+    one_row = sm._launch_configs(rows_per_program=False)
+    for n_cols, rows, warps in [("256", 8, 2), ("512", 4, 2), ("1024", 2, 2)]:
+        got = launch[n_cols]
+        assert (got["BLOCK_ROWS"], got["num_warps"]) == (rows, warps), n_cols
+        assert got["BLOCK_ROWS"] * got["BLOCK_SIZE"] == sm.ROWS_TILE == 2048
+    for n_cols in ("2048", "3000", "4096", "8192", "16384"):
+        assert launch[n_cols] == one_row[n_cols], n_cols
+    # an explicit block of many rows still gets 32 values per thread
+    assert sm._rows_warps(64, 256) == 16 and sm._rows_warps(1, 256) == 1
+    page = " ".join((REPO_ROOT / "docs/triton-series/softmax.md").read_text().split())
+    assert "`ROWS_TILE = 2048` elements" in page
+    assert "8 rows of 256 on 2 warps" in page
 
 
 # ----------------------------------------------------------- benchmark ---
