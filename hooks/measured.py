@@ -620,14 +620,48 @@ def render_capture(name: str, gpus: list, root: Path) -> str:
 
 
 # -------------------------------------------------------- inline numbers ---
+def _snippets_root() -> Path:
+    """The repository the snippets are read from: the site's, or this
+    file's own when the hook is used outside a build (runner compare)."""
+    return _state.get("root") or Path(__file__).resolve().parents[1]
+
+
 def _declared_in_snippets(name: str) -> bool:
     """Whether some snippet's benchmark description names ``name`` (read as
     text: the docs build must not import torch or triton)."""
     pattern = re.compile(rf"""["']name["']\s*:\s*["']{re.escape(name)}["']""")
     return any(
         pattern.search(path.read_text(encoding="utf-8"))
-        for path in (_state["root"] / "snippets").glob("*.py")
+        for path in (_snippets_root() / "snippets").glob("*.py")
     )
+
+
+def _peer_declared_in_snippets(peer: str) -> bool:
+    """Whether some snippet's benchmark description has a peer named ``peer``
+    (a dict key, read as text like _declared_in_snippets)."""
+    pattern = re.compile(rf"""["']{re.escape(peer)}["']\s*:""")
+    return any(
+        pattern.search(path.read_text(encoding="utf-8"))
+        for path in (_snippets_root() / "snippets").glob("*.py")
+    )
+
+
+def newer_peer(bench: dict, value: str, peer: str) -> str | None:
+    """The peer a directive names that this run did not time although a
+    snippet's benchmark declares it: a peer added after the run (an older
+    data file, such as the second machine's in data/reproducibility). The
+    directive then states nothing about that run. A peer no snippet declares
+    is a typo: None here, and the directive fails as before."""
+    names = [peer] + ([value[len("ratio:"):]] if value.startswith("ratio:") else [])
+    timed = set(bench.get("peers") or [])
+    for name in names:
+        if name not in timed and _peer_declared_in_snippets(name):
+            return name
+    return None
+
+
+def _not_in_run(g, peer: str) -> str:
+    return f"*(not measured in {g.path.name}'s run: {peer} is a newer peer)*"
 
 
 def _parse_args(text: str) -> dict:
@@ -702,6 +736,8 @@ def render_measured(text: str, gpus: list, root: Path) -> str:
         return f"*(not yet measured on {g.label})*"
     peer = args.pop("peer", "Triton")
     target = _target(args.pop("target", None), value)
+    if newer := newer_peer(bench, value, peer):
+        return _not_in_run(g, newer)
     row = _select_row(bench, args)
     if peer not in row["results"]:
         raise ValueError(f"no result for peer {peer!r}")
@@ -750,6 +786,8 @@ def render_verdict(text: str, gpus: list, root: Path) -> str:
     bench = _measured_bench(g, name)
     if bench is None:
         return f"*(not yet measured on {g.label})*"
+    if newer := newer_peer(bench, value, peer):
+        return _not_in_run(g, newer)
     rows = _selected_rows(bench, args, name, "verdict")
     judged = []
     for row in rows:
@@ -844,6 +882,8 @@ def render_claim(text: str, gpus: list, root: Path) -> str:
     bench = _measured_bench(g, name)
     if bench is None:
         return f"*(not yet measured on {g.label})*"
+    if newer := newer_peer(bench, value, peer):
+        return _not_in_run(g, newer)
     rows = _selected_rows(bench, args, name, "claim")
     shown = []
     for row in rows:

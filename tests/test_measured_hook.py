@@ -336,6 +336,28 @@ def test_every_broken_claim_is_named_before_the_build_fails(tmp_path):
     assert "index.md:3" in err and "index.md:5" in err
 
 
+def test_a_peer_newer_than_the_run_states_nothing_and_a_typo_still_fails(tmp_path):
+    # data/reproducibility holds an older run: a peer a snippet added since
+    # (here vector_add's "PyTorch eager", taken out of the run) is not there
+    doc = fixture_doc()
+    bench = doc["benchmarks"]["vector_add"]
+    bench["peers"] = ["Triton"]
+    for row in bench["rows"]:
+        del row["results"]["PyTorch eager"]
+    page = (
+        f"A [[claim {CLAIM} is='>1.1']]. "
+        "B [[verdict bench=vector_add gpu=gpu-a value='ratio:PyTorch eager' target=1.0]]. "
+        "C [[measured bench=vector_add gpu=gpu-a value='ratio:PyTorch eager' n_elements=4096]].\n"
+    )
+    code, html, err = build(tmp_path, {"fixture-gpu-a.json": doc}, page)
+    assert code == 0, err
+    said = "not measured in fixture-gpu-a.json\u2019s run: PyTorch eager is a newer peer"
+    assert html.count(said) == 3 or html.count(said.replace("\u2019", "'")) == 3, html
+    typo = page.replace("PyTorch eager", "PyTorch eagre")
+    code, _, err = build(tmp_path, {"fixture-gpu-a.json": doc}, typo)
+    assert code != 0 and "no result for peer 'PyTorch eagre'" in err
+
+
 def test_a_claim_on_an_unmeasured_gpu_states_nothing(tmp_path):
     page = "[[claim bench=vector_add gpu=h999 value=pct_roofline is='>50']]\n"
     code, html, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)

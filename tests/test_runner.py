@@ -1134,6 +1134,29 @@ def test_a_ratio_point_is_the_median_of_round_by_round_ratios():
     assert (point["low"], point["high"]) == (paired.low, paired.high)
 
 
+def test_compare_judges_a_newer_peer_in_the_run_that_has_it_only(tmp_path):
+    # data/reproducibility predates the SDPA (FLASH backend) column: the
+    # page's claims on it are judged on the newer file alone, not an error
+    from triton_course.runner import compare
+
+    src = REPO_ROOT / "data" / "timings" / "nvidia-h100-80gb-hbm3.json"
+    doc = json.loads(src.read_text(encoding="utf-8"))
+    peer = "SDPA (FLASH backend)"
+    for name in ("flash_attention_fwd", "flash_attention_bwd"):
+        bench = doc["benchmarks"][name]
+        assert peer in bench["peers"]
+        bench["peers"].remove(peer)
+        for row in bench["rows"]:
+            del row["results"][peer]
+    older = tmp_path / src.name
+    older.write_text(json.dumps(doc), encoding="utf-8")
+    new = compare.page_judgements(REPO_ROOT / "docs", T.load_file(src))
+    old = compare.page_judgements(REPO_ROOT / "docs", T.load_file(older))
+    on_peer = {k for k in new if peer in k[1]}
+    assert on_peer and not on_peer & set(old)
+    assert set(old) == set(new) - on_peer
+
+
 def test_compare_lists_a_page_verdict_that_flips(tmp_path):
     from triton_course.runner import compare
 

@@ -187,6 +187,8 @@ def page_judgements(docs: Path, g: T.GpuTimings) -> dict[tuple, str]:
                 if bench is None:
                     continue
                 value, peer = args.pop("value"), args.pop("peer", "Triton")
+                if hook.newer_peer(bench, value, peer):
+                    continue  # a peer this run predates: judged in one run only
                 target = args.pop("target", None)
                 claim = args.pop("is", None)
                 if kind == "measured":
