@@ -257,7 +257,7 @@ def heavy_first(items: list) -> list:
 
 
 # The CPU suite's longest modules (minutes each on CI's two cores): under
-# pytest-xdist (`make test` runs `-n <cores + 1> --dist loadfile`) they go first, so
+# pytest-xdist (`make test` runs `-n auto --dist loadfile`) they go first, so
 # that no worker starts one of them while the other has nothing left.
 LONG_MODULES = (
     "tests/test_browser.py",
