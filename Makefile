@@ -35,12 +35,9 @@ build: $(DOCS_VENV)/.installed
 	$(DOCS_VENV)/bin/mkdocs build --strict
 
 ## test: the whole CPU test suite (kernels under TRITON_INTERPRET=1, site, notebooks, browser)
-# One pytest-xdist worker more than there are cores: with one per core, about
-# a quarter of CI's two cores sat idle (a worker waiting on Chromium, a
-# notebook kernel, a compile or a shared fixture another worker computes).
 test: $(TEST_VENV)/.installed
 	scripts/ensure-chromium
-	$(TEST_VENV)/bin/python -m pytest -n $$(( $$(nproc) + 1 )) --dist loadfile
+	$(TEST_VENV)/bin/python -m pytest -n auto --dist loadfile
 
 ## lint: ruff lint and format check
 lint: $(TEST_VENV)/.installed
