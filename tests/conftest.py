@@ -276,6 +276,15 @@ def long_modules_first(items: list) -> list:
     return sorted(items, key=rank)  # stable: each module keeps its order
 
 
+def pytest_configure(config):
+    """pytest-xdist sorts the files by their number of tests before it hands
+    them out (--loadscope-reorder, on by default), which undid
+    long_modules_first: the browser tests (20 tests, minutes) started six
+    minutes into CI's run and finished alone. Keep the collection's order."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(config, items):
     if HAS_GPU:
         items[:] = heavy_first(items)
