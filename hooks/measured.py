@@ -652,7 +652,7 @@ def newer_peer(bench: dict, value: str, peer: str) -> str | None:
     data file, such as the second machine's in data/reproducibility). The
     directive then states nothing about that run. A peer no snippet declares
     is a typo: None here, and the directive fails as before."""
-    names = [peer] + ([value[len("ratio:"):]] if value.startswith("ratio:") else [])
+    names = [peer] + ([value[len("ratio:") :]] if value.startswith("ratio:") else [])
     timed = set(bench.get("peers") or [])
     for name in names:
         if name not in timed and _peer_declared_in_snippets(name):

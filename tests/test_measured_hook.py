@@ -351,7 +351,9 @@ def test_a_peer_newer_than_the_run_states_nothing_and_a_typo_still_fails(tmp_pat
     )
     code, html, err = build(tmp_path, {"fixture-gpu-a.json": doc}, page)
     assert code == 0, err
-    said = "not measured in fixture-gpu-a.json\u2019s run: PyTorch eager is a newer peer"
+    said = (
+        "not measured in fixture-gpu-a.json\u2019s run: PyTorch eager is a newer peer"
+    )
     assert html.count(said) == 3 or html.count(said.replace("\u2019", "'")) == 3, html
     typo = page.replace("PyTorch eager", "PyTorch eagre")
     code, _, err = build(tmp_path, {"fixture-gpu-a.json": doc}, typo)
