@@ -626,24 +626,25 @@ def _snippets_root() -> Path:
     return _state.get("root") or Path(__file__).resolve().parents[1]
 
 
-def _declared_in_snippets(name: str) -> bool:
-    """Whether some snippet's benchmark description names ``name`` (read as
-    text: the docs build must not import torch or triton)."""
-    pattern = re.compile(rf"""["']name["']\s*:\s*["']{re.escape(name)}["']""")
+def _snippets_match(pattern: str) -> bool:
+    """Whether some snippet's text matches ``pattern`` (read as text: the docs
+    build must not import torch or triton)."""
+    found = re.compile(pattern)
     return any(
-        pattern.search(path.read_text(encoding="utf-8"))
+        found.search(path.read_text(encoding="utf-8"))
         for path in (_snippets_root() / "snippets").glob("*.py")
     )
+
+
+def _declared_in_snippets(name: str) -> bool:
+    """Whether some snippet's benchmark description names ``name``."""
+    return _snippets_match(rf"""["']name["']\s*:\s*["']{re.escape(name)}["']""")
 
 
 def _peer_declared_in_snippets(peer: str) -> bool:
     """Whether some snippet's benchmark description has a peer named ``peer``
-    (a dict key, read as text like _declared_in_snippets)."""
-    pattern = re.compile(rf"""["']{re.escape(peer)}["']\s*:""")
-    return any(
-        pattern.search(path.read_text(encoding="utf-8"))
-        for path in (_snippets_root() / "snippets").glob("*.py")
-    )
+    (a key of its peers dict)."""
+    return _snippets_match(rf"""["']{re.escape(peer)}["']\s*:""")
 
 
 def newer_peer(bench: dict, value: str, peer: str) -> str | None:

@@ -194,6 +194,19 @@ def poison_(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.fill_(torch.iinfo(tensor.dtype).max)
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """The checker's tensors are small: a second thread per PyTorch op only
+    waits, and spins, for the other test worker on CI's two cores (the exercise
+    tests use it; under pytest-xdist every CPU worker has one thread anyway)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture
 def device() -> str:
     return DEVICE

@@ -22,16 +22,8 @@ from triton_course.exercises._check import check
 EXERCISES = registry()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """The checker's tensors are small: a second thread per PyTorch op only
-    waits, and spins, for the other test worker on CI's two cores."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# small checker tensors: one PyTorch thread (conftest.one_torch_thread)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # name -> (text in the solution, replacement, words the report must contain)

@@ -463,6 +463,19 @@ def _print_failure(label: str, problems: list[str], seen: set) -> None:
     sys.stdout.flush()
 
 
+def _report_compiles(watch, attempt, compiled, failed, early=False) -> int:
+    """Print and append to ``failed`` each launch the compiler refuses (see
+    compile_problems); return how many cases that added."""
+    added = 0
+    for label, problems in compile_problems(watch, attempt, compiled, early):
+        added += 1
+        failed.append((label, problems))
+        print(f"  FAIL {label}")
+        for problem in problems:
+            print(f"       - {problem}")
+    return added
+
+
 def check(
     exercise: Exercise,
     attempt: Path,
@@ -508,21 +521,11 @@ def check(
                 break
         if early and time.process_time() - started > compile_after:
             early = False
-            for label, problems in compile_problems(watch, attempt, compiled, True):
-                count += 1
-                failed.append((label, problems))
-                print(f"  FAIL {label}")
-                for problem in problems:
-                    print(f"       - {problem}")
+            count += _report_compiles(watch, attempt, compiled, failed, early=True)
             if failed:
                 break
     if not failed and exercise.custom is None:
-        for label, problems in compile_problems(watch, attempt, compiled):
-            count += 1
-            failed.append((label, problems))
-            print(f"  FAIL {label}")
-            for problem in problems:
-                print(f"       - {problem}")
+        count += _report_compiles(watch, attempt, compiled, failed)
     if failed:
         print(f"\n{len(failed)} of {count} cases failed.")
         if all("strided" in label or "padded" in label for label, _ in failed):
