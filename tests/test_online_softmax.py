@@ -1,9 +1,17 @@
-"""snippets/online_softmax.py: rows split into tiles and slices, the online
+"""snippets/online_softmax.py: rows split into tiles and slices, the fused
+one-program-per-row kernel and the launcher's choice between them, the online
 statistics, edge values, strides, and every input error."""
 
 import pytest
 import torch
-from conftest import DEVICE, REPO_ROOT, assert_close, load_snippet, poison_
+from conftest import (
+    DEVICE,
+    REPO_ROOT,
+    assert_close,
+    compile_in_subprocess,
+    load_snippet,
+    poison_,
+)
 
 om = load_snippet("online_softmax")
 
@@ -87,9 +95,117 @@ def test_automatic_chunk_fills_the_grid(monkeypatch, target, shape, programs, se
     monkeypatch.setattr(om, "online_softmax_stats_kernel", spy)
     monkeypatch.setattr(om, "TARGET_PROGRAMS", target)
     x = torch.randn(shape, device=DEVICE)
-    out = run(x, block_size=2048)
+    out = run(x, block_size=2048, fused=False)
     assert spy.grids == [(programs,)]
     assert_close(out, expected(x))
+
+
+# ------------------------------------------------------ the fused kernel ---
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_fused_kernel_matches_reference(shape, dtype, seeded):
+    x = (3 * torch.randn(shape, device=DEVICE)).to(dtype)
+    out = run(x, block_size=64, fused=True)  # several tiles per row
+    assert not torch.isnan(out).any(), "an element was never written"
+    assert_close(out, expected(x))
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "two-kernels"])
+def test_both_launches_handle_infinities_and_strides(fused, seeded):
+    base = 5 * torch.randn(8, 700, device=DEVICE)
+    x = base[::2, 30:630]  # 4 rows of 600, row stride 1400
+    x[1, :128] = -INF  # the whole first two tiles of a row
+    x[2] = -INF  # a whole row: NaN, as torch.softmax gives
+    x[3, 5] = INF  # an infinite maximum
+    out = run(x, block_size=64, fused=fused)
+    torch.testing.assert_close(out, torch.softmax(x, dim=-1), equal_nan=True)
+    assert out[2].isnan().all() and not out[1].isnan().any()
+    assert om.online_softmax(x, out=x, block_size=64, fused=fused) is x  # in place
+    torch.testing.assert_close(x, out, equal_nan=True)
+
+
+class _LaunchSpy:
+    """Stands in for a jit kernel: counts its launches, then launches."""
+
+    def __init__(self, kernel):
+        self.kernel, self.launches = kernel, 0
+
+    def __getitem__(self, grid):
+        self.launches += 1
+        return self.kernel[grid]
+
+
+@pytest.mark.parametrize(
+    "n_rows, sms, chunk, fused_wanted",
+    [(8, 8, None, True), (7, 8, None, False), (40, 8, None, True), (40, 8, 64, False)],
+    ids=["a-row-per-sm", "fewer-rows-than-sms", "many-rows", "a-chunk-asks-slices"],
+)
+def test_the_launcher_fuses_when_rows_fill_every_sm(
+    monkeypatch, n_rows, sms, chunk, fused_wanted, seeded
+):
+    fused_spy = _LaunchSpy(om.online_softmax_fused_kernel)
+    stats_spy = _LaunchSpy(om.online_softmax_stats_kernel)
+    monkeypatch.setattr(om, "online_softmax_fused_kernel", fused_spy)
+    monkeypatch.setattr(om, "online_softmax_stats_kernel", stats_spy)
+    monkeypatch.setattr(om, "_num_sms", lambda device: sms)
+    x = torch.randn(n_rows, 300, device=DEVICE)
+    out = run(x, block_size=64, chunk=chunk)
+    assert (fused_spy.launches, stats_spy.launches) == (
+        (1, 0) if fused_wanted else (0, 1)
+    )
+    assert_close(out, expected(x))
+
+
+def test_the_fused_defaults_are_a_tile_of_8192_on_16_warps(monkeypatch):
+    # The page states the tile and warps; 16 elements per thread, as the slices.
+    seen = {}
+
+    class _Launch:
+        def __getitem__(self, grid):
+            return lambda *args, **meta: seen.update(meta, grid=grid)
+
+    monkeypatch.setattr(om, "online_softmax_fused_kernel", _Launch())
+    om.online_softmax(torch.randn(8, 20_000, device=DEVICE), fused=True)
+    assert seen == {"BLOCK_SIZE": 8192, "num_warps": 16, "grid": (8,)}
+    om.online_softmax(torch.randn(8, 100, device=DEVICE), fused=True)
+    assert seen["BLOCK_SIZE"] == 128 and seen["num_warps"] == 1  # short rows
+
+
+_EVICTION_HINTS = r"""
+import json, re, sys
+import triton
+from triton.backends.compiler import GPUTarget
+sys.path.insert(0, "snippets")
+import online_softmax as m
+
+src = triton.compiler.ASTSource(
+    m.online_softmax_fused_kernel,
+    {"x_ptr": "*fp16", "out_ptr": "*fp16", "n_cols": "i32", "x_row_stride": "i32",
+     "out_row_stride": "i32", "BLOCK_SIZE": "constexpr"},
+    {"BLOCK_SIZE": 8192},
+    attrs={(i,): [["tt.divisibility", 16]] for i in range(5)},
+)
+k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 16})
+ptx = k.asm["ptx"]
+policies = dict(re.findall(r"createpolicy\.fractional\.L2::(\w+)\.b64\s+(%rd\d+)", ptx))
+loads = re.findall(r"ld\.global\.L1::(\w+)\.L2::cache_hint\S*\s[^;]*?(%rd\d+);", ptx)
+print(json.dumps({"policies": policies, "loads": loads}))
+"""
+
+
+def test_the_fused_kernel_asks_the_l2_to_keep_the_row_until_its_second_read():
+    # What the page and the kernel's comment say the eviction hints do, as
+    # compiled for sm_90 (the CPU run: this triton; the GPU runner: its own):
+    # each pass's loads carry an L2 cache-hint policy, evict_last for the
+    # first read and evict_first for the second.
+    found = compile_in_subprocess(_EVICTION_HINTS, timeout=300)
+    policies = found["policies"]
+    assert set(policies) == {"evict_last", "evict_first"}, found
+    hinted = {(level, policy) for level, policy in found["loads"]}
+    assert hinted == {
+        ("evict_last", policies["evict_last"]),
+        ("evict_first", policies["evict_first"]),
+    }, found
 
 
 def triton_cdiv(a, b):
@@ -230,10 +346,13 @@ def test_bad_input_is_rejected(make, error, message):
         (dict(block_size=0), "block_size must be a power of two"),
         (dict(block_size=64, chunk=32), "chunk must be a power of two"),
         (dict(block_size=64, chunk=96), "chunk must be a power of two"),
+        (dict(block_size=64, chunk=64, fused=True), "chunk cuts rows into slices"),
+        (dict(fused="yes"), "fused must be True, False or None"),
+        (dict(fused=1.0), "fused must be True, False or None"),
     ],
 )
 def test_bad_tiling_is_rejected(kw, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises((ValueError, TypeError), match=message):
         om.online_softmax(torch.randn(4, 300, device=DEVICE), **kw)
 
 
@@ -326,14 +445,15 @@ def test_a_tensor_off_the_current_gpu_is_refused(monkeypatch):
 def test_benchmark_description_is_complete(seeded):
     bench = om.BENCHMARK
     assert bench["name"] == "online_softmax" and bench["metric"] == "bandwidth"
-    assert next(iter(bench["peers"])) == "PyTorch eager"
+    assert list(bench["peers"]) == ["PyTorch eager", "Triton (two kernels)"]
     n_cols = [s["n_cols"] for s in bench["sizes"]]
     assert min(n_cols) == 32_768 and max(n_cols) == 1_048_576
-    for size in bench["sizes"]:  # every size moves the same number of bytes
-        assert bench["work"](size, torch.float32) == 3 * 4 * 2**26
-    (x,) = bench["make_inputs"]({"n_rows": 3, "n_cols": 5000}, torch.float32, DEVICE)
+    for size in bench["sizes"]:  # one read and one write, the same at every size
+        assert bench["work"](size, torch.float32) == 2 * 4 * 2**26
+    (x,) = bench["make_inputs"]({"n_rows": 8, "n_cols": 5000}, torch.float32, DEVICE)
     assert_close(bench["triton"](x), expected(x))
-    assert_close(bench["peers"]["PyTorch eager"](x), expected(x))
+    for peer in bench["peers"].values():
+        assert_close(peer(x), expected(x))
 
 
 # ------------------------------------------------------- page statements ---
