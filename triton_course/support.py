@@ -99,7 +99,9 @@ def _plan_softmax(m):
 
 
 def _plan_online_softmax(m):
-    yield "", lambda: m.online_softmax(_t(16, 65536))
+    x = _t(16, 65536)
+    for fused in (True, False):  # one kernel per row, or two over slices
+        yield "", lambda fused=fused: m.online_softmax(x, fused=fused)
 
 
 def _plan_softmax_autograd(m):
