@@ -22,6 +22,7 @@ Run it:  TRITON_INTERPRET=1 python snippets/layernorm_linear_fold.py  (CPU)
 
 # --8<-- [start:imports]
 import contextlib
+import importlib.metadata
 from typing import NamedTuple
 
 import torch
@@ -216,7 +217,13 @@ FOLD_LIMIT = 10.0
 
 
 def layernorm_linear_folded(
-    x, folded: FoldedLinear, eps=1e-5, out=None, config=None, fold_limit=FOLD_LIMIT
+    x,
+    folded: FoldedLinear,
+    eps=1e-5,
+    out=None,
+    config=None,
+    fold_limit=FOLD_LIMIT,
+    stats=None,
 ):
     """F.linear(F.layer_norm(x, ...), weight, bias) from folded weights.
 
@@ -225,6 +232,9 @@ def layernorm_linear_folded(
     comes from fold_layernorm. ``config`` (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
     and optionally num_warps, num_stages) skips the autotuner. ``fold_limit``
     is there for the tests: inf forces the fold on every row, 0 the exact path.
+    ``stats`` is there for the benchmark: (mean, rstd) from row_stats(x, eps)
+    skip the statistics pass, so that the GEMM can be timed alone. Statistics
+    of another x give a wrong result, and nothing here can tell.
     """
     _check_x(x)
     if not isinstance(folded, FoldedLinear):
@@ -252,7 +262,10 @@ def layernorm_linear_folded(
     elif out.shape != (m, n) or out.dtype != x.dtype or out.device != x.device:
         raise ValueError(f"out must be ({m}, {n}) with x's dtype and device")
     _check_descriptor_ready({"x": x, "weight": folded.weight, "out": out})
-    for name, t in {"x": x, **folded._asdict()}.items():
+    read = {"x": x, **folded._asdict()}
+    if stats is not None:
+        read |= _check_stats(stats, m, x.device)
+    for name, t in read.items():
         if _overlaps(out, t):  # programs would read what others already wrote
             raise ValueError(f"out must not share memory with {name}")
     if not eps > 0:
@@ -262,12 +275,7 @@ def layernorm_linear_folded(
     if m == 0 or n == 0:
         return out
 
-    mean = torch.empty(m, dtype=torch.float32, device=x.device)
-    rstd = torch.empty(m, dtype=torch.float32, device=x.device)
-    block = min(1024, triton.next_power_of_2(k))
-    with _on(x.device):
-        row_stats_kernel[(m,)](x, mean, rstd, k, x.stride(0), eps, BLOCK=block)
-
+    mean, rstd = stats if stats is not None else row_stats(x, eps)
     weight = folded.weight
     if _interpreting() and x.dtype == torch.bfloat16:
         # Laptop only: the interpreter (triton 3.6, 3.9) computes tl.dot on bfloat16
@@ -292,6 +300,24 @@ def layernorm_linear_folded(
             kernel = layernorm_linear_fold_kernel[grid(config)]
             kernel(*args, fold_limit, **flags, **config)
     return out
+
+
+def row_stats(x, eps=1e-5):
+    """Each row's mean and 1 / std, two float32 (M,) vectors: the statistics
+    pass, one program per row."""
+    _check_x(x)
+    if x.numel() and x.stride(1) != 1:
+        raise ValueError("x's rows must be contiguous (call .contiguous())")
+    if not eps > 0:
+        raise ValueError(f"eps must be positive, got {eps}")
+    m, k = x.shape
+    mean = torch.empty(m, dtype=torch.float32, device=x.device)
+    rstd = torch.empty(m, dtype=torch.float32, device=x.device)
+    block = min(1024, triton.next_power_of_2(k))
+    if m:  # a grid of no programs is not a launch
+        with _on(x.device):
+            row_stats_kernel[(m,)](x, mean, rstd, k, x.stride(0), eps, BLOCK=block)
+    return mean, rstd
 
 
 def layernorm_linear(
@@ -352,6 +378,25 @@ def _check_x(x):
         raise ValueError(f"x must be 2-D (tokens, features), got {tuple(x.shape)}")
     if x.shape[1] == 0:
         raise ValueError("x has no features (K = 0): LayerNorm is undefined")
+
+
+def _check_stats(stats, m, device) -> dict:
+    # what row_stats returns for an x of m rows: the kernel reads m of each
+    if not (isinstance(stats, tuple) and len(stats) == 2):
+        raise TypeError("stats must be (mean, rstd), as row_stats(x, eps) returns")
+    named = dict(zip(("mean", "rstd"), stats, strict=True))
+    for name, t in named.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"stats' {name} must be a torch.Tensor")
+        if t.device != device:
+            raise ValueError(f"stats' {name} is on {t.device} but x is on {device}")
+        if t.shape != (m,) or t.dtype != torch.float32:
+            raise ValueError(
+                f"stats' {name} must be float32 of shape ({m},), one per row of x"
+            )
+        if not t.is_contiguous():
+            raise ValueError(f"stats' {name} must be contiguous")
+    return named
 
 
 def _check_config(config):
@@ -515,25 +560,56 @@ def format_accuracy(rows) -> str:
 
 
 # --8<-- [start:benchmark]
-def _bench_inputs(size: dict, dtype: torch.dtype, device: str):
+def _bench_layer(size: dict, dtype: torch.dtype, device: str):
+    """x and the LayerNorm + Linear weights, as PyTorch's pair takes them."""
     m, k, n = size["tokens"], size["hidden"], size["out_features"]
     x = torch.randn(m, k, dtype=dtype, device=device)
     weight = torch.randn(n, k, dtype=dtype, device=device) / k**0.5
     bias = 0.1 * torch.randn(n, dtype=dtype, device=device)
     ln_weight = 1 + 0.1 * torch.randn(k, dtype=dtype, device=device)
     ln_bias = 0.1 * torch.randn(k, dtype=dtype, device=device)
+    return x, weight, bias, ln_weight, ln_bias
+
+
+def _bench_inputs(size: dict, dtype: torch.dtype, device: str):
+    x, weight, bias, ln_weight, ln_bias = _bench_layer(size, dtype, device)
     # folded once, as a model does when it loads its weights: the timed call
-    # is the folded one, and every peer gets (and ignores) the folded copy
+    # is the folded one. The row statistics too, untimed, for the peer that
+    # times the fold's GEMM alone. Every contender gets (and ignores) the rest.
     folded = fold_layernorm(weight, bias, ln_weight, ln_bias)
-    return x, weight, bias, ln_weight, ln_bias, folded
+    return x, weight, bias, ln_weight, ln_bias, folded, row_stats(x)
 
 
-def _folded_call(x, weight, bias, ln_weight, ln_bias, folded):
+def _folded_call(x, weight, bias, ln_weight, ln_bias, folded, stats):
     return layernorm_linear_folded(x, folded)
 
 
-def _eager_pair(x, weight, bias, ln_weight, ln_bias, folded):
+def _statistics_given(x, weight, bias, ln_weight, ln_bias, folded, stats):
+    # the same launcher and GEMM launch without the statistics pass:
+    # Triton / this = what that pass costs; this / cuBLAS = the GEMM's own gap
+    return layernorm_linear_folded(x, folded, stats=stats)
+
+
+def _eager_pair(x, weight, bias, ln_weight, ln_bias, folded, stats):
     return layernorm_linear_ref(x, weight, bias, ln_weight, ln_bias)
+
+
+def _liger_pair(x, weight, bias, ln_weight, ln_bias, folded, stats):
+    # Liger-Kernel's LayerNorm (a Triton kernel: reads x once, writes it
+    # normalised), then cuBLAS: the named peer for the statistics pass
+    try:
+        from liger_kernel.ops.layer_norm import LigerLayerNormFunction
+    except ImportError as exc:  # never a table without its column: say why
+        raise ImportError(
+            "the peer 'Liger LayerNorm + cuBLAS' needs liger-kernel 0.8.5 "
+            "(pip install liger-kernel==0.8.5; triton_course/runner/README.md)"
+        ) from exc
+    normed = LigerLayerNormFunction.apply(x, ln_weight, ln_bias, 1e-5)
+    return F.linear(normed, weight, bias)
+
+
+def _linear_only(x, weight, bias, ln_weight, ln_bias, folded, stats):
+    return F.linear(x, weight, bias)  # cuBLAS, no LayerNorm: a reference, not a bound
 
 
 def _bench_flops(size: dict, dtype: torch.dtype) -> int:
@@ -541,14 +617,17 @@ def _bench_flops(size: dict, dtype: torch.dtype) -> int:
     return 2 * size["tokens"] * size["hidden"] * size["out_features"]
 
 
-def _linear_only(x, weight, bias, ln_weight, ln_bias, folded):
-    return F.linear(x, weight, bias)  # cuBLAS, no LayerNorm: a reference, not a bound
-
-
 def _best_configs():
     return {
         str(k): str(v) for k, v in getattr(fold_kernel_autotuned, "cache", {}).items()
     }
+
+
+def _liger_version():
+    try:
+        return importlib.metadata.version("liger-kernel")
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
 
 
 BENCHMARK = {
@@ -578,9 +657,11 @@ BENCHMARK = {
     "peers": {
         "PyTorch eager": _eager_pair,
         "cuBLAS (Linear alone)": _linear_only,
+        "Triton (statistics given)": _statistics_given,
+        "Liger LayerNorm + cuBLAS": _liger_pair,
     },
     "compile": "PyTorch eager",
-    "report": lambda: {"autotuned": _best_configs()},
+    "report": lambda: {"autotuned": _best_configs(), "liger_kernel": _liger_version()},
 }
 # --8<-- [end:benchmark]
 
@@ -601,9 +682,9 @@ def main():
     device = "cuda" if torch.cuda.is_available() and not _interpreting() else "cpu"
     torch.manual_seed(0)
     for m, k, n in ((1, 8, 8), (37, 96, 40), (130, 64, 200)):
-        *args, folded = _bench_inputs(
-            {"tokens": m, "hidden": k, "out_features": n}, torch.float16, device
-        )
+        size = {"tokens": m, "hidden": k, "out_features": n}
+        args = _bench_layer(size, torch.float16, device)
+        folded = fold_layernorm(*args[1:])
         expected = layernorm_linear_ref(*(a.float() for a in args))
         # both entry points: folding on every call, and the weights folded once
         for out in (layernorm_linear(*args), layernorm_linear_folded(args[0], folded)):

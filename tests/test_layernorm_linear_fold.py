@@ -6,6 +6,7 @@ need rows of a multiple of 16 bytes, so K and N are multiples of 8 here.
 """
 
 import math
+import sys
 
 import pytest
 import torch
@@ -24,7 +25,7 @@ BF16_SLACK = 1.0 if HAS_GPU else 2.0
 
 def _inputs(m, k, n, dtype, bias=True):
     size = {"tokens": m, "hidden": k, "out_features": n}
-    args = list(lf._bench_inputs(size, dtype, DEVICE))[:5]  # not the folded copy
+    args = list(lf._bench_layer(size, dtype, DEVICE))
     if not bias:
         args[2] = None
     return args
@@ -414,13 +415,137 @@ def test_the_benchmark_times_the_folded_call_against_the_same_layer(seeded):
     # entry uses the copy folded there, the peers the raw weights
     size = {"tokens": 40, "hidden": 64, "out_features": 48}
     inputs = lf.BENCHMARK["make_inputs"](size, torch.float16, DEVICE)
-    assert isinstance(inputs[-1], lf.FoldedLinear)
+    assert isinstance(inputs[5], lf.FoldedLinear)
     expected = _expected(list(inputs[:5]))
     got = lf.BENCHMARK["triton"](*inputs)
     _assert_close_to_pytorch(got, list(inputs[:5]))
     eager = lf.BENCHMARK["peers"]["PyTorch eager"](*inputs)
     torch.testing.assert_close(eager.double(), expected, atol=2e-2, rtol=2e-2)
     assert lf.BENCHMARK["peers"]["cuBLAS (Linear alone)"](*inputs).shape == got.shape
+
+
+# ------------------------------------------------ the benchmark's peers ---
+STATS_GIVEN = "Triton (statistics given)"
+LIGER = "Liger LayerNorm + cuBLAS"
+PEER_SIZE = {"tokens": 40, "hidden": 64, "out_features": 48}
+
+
+def test_the_statistics_given_peer_is_the_full_calls_gemm_launch(seeded, monkeypatch):
+    # the peer must time what the full call runs after its statistics pass,
+    # no more and no less: the same launch on make_inputs' mean and rstd
+    inputs = lf.BENCHMARK["make_inputs"](PEER_SIZE, torch.float16, DEVICE)
+    full = lf.BENCHMARK["triton"](*inputs)
+    passes, real_row_stats = [], lf.row_stats
+
+    def counted(*args, **kwargs):
+        passes.append(args[0].shape)
+        return real_row_stats(*args, **kwargs)
+
+    monkeypatch.setattr(lf, "row_stats", counted)
+    given = lf.BENCHMARK["peers"][STATS_GIVEN](*inputs)
+    assert passes == [], "the peer ran the statistics pass it must skip"
+    assert torch.equal(given, full)  # bit for bit: one launch, one config
+    lf.BENCHMARK["triton"](*inputs)
+    assert passes == [(40, 64)], "the full call no longer runs the statistics pass"
+
+
+def test_the_given_statistics_are_the_ones_used(seeded):
+    # the GEMM reads the stats it is handed (not a pass of its own): other
+    # statistics give another output, and the right ones the full call's
+    x, *weights = _inputs(40, 64, 48, torch.float16)
+    folded = lf.fold_layernorm(*weights)
+    mean, rstd = lf.row_stats(x)
+    full = lf.layernorm_linear_folded(x, folded, config=SMALL)
+    given = lf.layernorm_linear_folded(x, folded, config=SMALL, stats=(mean, rstd))
+    assert torch.equal(given, full)
+    wrong = lf.layernorm_linear_folded(x, folded, config=SMALL, stats=(mean, 2 * rstd))
+    assert not torch.equal(wrong, full)
+
+
+def test_row_stats_are_each_rows_mean_and_inverse_std(seeded):
+    x = _inputs(37, 40, 8, torch.float16)[0]
+    mean, rstd = lf.row_stats(x, eps=1e-5)
+    x64 = x.double()
+    var = x64.var(dim=1, unbiased=False)
+    assert mean.dtype == rstd.dtype == torch.float32 and mean.shape == (37,)
+    torch.testing.assert_close(mean.double(), x64.mean(dim=1), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(rstd.double(), (var + 1e-5).rsqrt(), rtol=1e-5, atol=0)
+
+
+@pytest.mark.parametrize(
+    "bad, error, message",
+    [
+        (lambda s: s[0], TypeError, "stats must be (mean, rstd)"),
+        (lambda s: (*s, s[0]), TypeError, "stats must be (mean, rstd)"),
+        (lambda s: [s[0], s[1]], TypeError, "stats must be (mean, rstd)"),
+        (lambda s: (s[0], s[1].tolist()), TypeError, "stats' rstd must be a torch"),
+        (lambda s: (s[0][:-1], s[1]), ValueError, "mean must be float32 of shape (8,)"),
+        (lambda s: (s[0], s[1].half()), ValueError, "stats' rstd must be float32"),
+        (lambda s: (s[0].repeat(2)[::2], s[1]), ValueError, "mean must be contiguous"),
+        (lambda s: (s[0], s[1].to("meta")), ValueError, "stats' rstd is on meta"),
+    ],
+    ids=["one", "three", "list", "not-a-tensor", "short", "dtype", "strided", "device"],
+)  # fmt: skip
+def test_bad_statistics_are_refused_before_any_launch(bad, error, message):
+    x, *weights = _inputs(8, 16, 8, torch.float16)
+    folded = lf.fold_layernorm(*weights)
+    out = poison_(torch.empty(8, 8, dtype=torch.float16, device=DEVICE))
+    pattern = message.replace("(", r"\(").replace(")", r"\)")
+    with pytest.raises(error, match=pattern):
+        lf.layernorm_linear_folded(
+            x, folded, out=out, config=SMALL, stats=bad(lf.row_stats(x))
+        )
+    assert torch.isnan(out).all()
+
+
+def test_out_sharing_memory_with_the_given_statistics_is_refused():
+    # a float32 (M,) vector inside out's bytes would be overwritten mid-launch
+    x, *weights = _inputs(8, 16, 8, torch.float16)
+    folded = lf.fold_layernorm(*weights)
+    out = torch.empty(8, 8, dtype=torch.float16, device=DEVICE)
+    rstd = lf.row_stats(x)[1]
+    inside = out.view(torch.float32).view(-1)[:8]
+    with pytest.raises(ValueError, match="out must not share memory with mean"):
+        lf.layernorm_linear_folded(
+            x, folded, out=out, config=SMALL, stats=(inside, rstd)
+        )
+
+
+@pytest.mark.parametrize(
+    "x, eps, error, message",
+    [
+        (_ones(4, 8, dt=torch.float32), 1e-5, TypeError, "x has dtype"),
+        (_ones(4, 16)[:, ::2], 1e-5, ValueError, "rows must be contiguous"),
+        (_ones(4, 0), 1e-5, ValueError, "no features"),
+        (_ones(4, 8), 0.0, ValueError, "eps must be positive"),
+    ],
+    ids=["float32", "strided", "no-features", "eps"],
+)  # fmt: skip
+def test_row_stats_refuses_what_its_kernel_cannot_read(x, eps, error, message):
+    with pytest.raises(error, match=message):
+        lf.row_stats(x, eps=eps)
+
+
+def test_the_liger_peer_without_liger_kernel_says_what_to_install(monkeypatch):
+    # the runner records a peer that raises as absent, with this message, and
+    # the page's directives on that peer then fail the build: no silent gap.
+    # None in sys.modules stops the import even where liger-kernel is installed.
+    for name in ("liger_kernel", "liger_kernel.ops", "liger_kernel.ops.layer_norm"):
+        monkeypatch.setitem(sys.modules, name, None)
+    inputs = lf.BENCHMARK["make_inputs"](PEER_SIZE, torch.float16, DEVICE)
+    with pytest.raises(ImportError, match=r"needs liger-kernel 0\.8\.5"):
+        lf.BENCHMARK["peers"][LIGER](*inputs)
+
+
+@pytest.mark.gpu  # Liger-Kernel's kernels run on a GPU only
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("peer", [STATS_GIVEN, LIGER])
+def test_the_new_peers_compute_layernorm_then_linear(peer, dtype, seeded):
+    size = {"tokens": 1024, "hidden": 1024, "out_features": 512}
+    inputs = lf.BENCHMARK["make_inputs"](size, dtype, DEVICE)
+    got = lf.BENCHMARK["peers"][peer](*inputs)
+    assert got.shape == (1024, 512) and got.dtype == dtype
+    _assert_close_to_pytorch(got, list(inputs[:5]))
 
 
 def test_the_configs_are_matmul_tmas_without_its_smallest_tile():
