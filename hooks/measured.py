@@ -55,12 +55,18 @@ time. Directives, each written in a page's Markdown outside code blocks:
     roofline dashed and the vendor's spec-sheet peak dash-dotted): a tab per GPU,
     inlined from ``docs/assets/plots/NAME-<gpu>.svg``
     (drawn from the data if the file is absent), in ``currentColor`` so it
-    follows the light or dark scheme. Without data, a note says so.
+    follows the light or dark scheme. Without data, a note says so. The
+    rate panels of both directives also draw, dotted, the published figures
+    the benchmark's snippet declares (``REFERENCE_LINES``, see
+    ``triton_course/runner/plots.py``), and the caption names their source.
 
 ``[[capture NAME]]``  (alone on a line)
     A text artefact only a GPU can make (profiler table, generated code, ncu
     metrics), recorded by the runner from a snippet's ``CAPTURES``: a code
-    block per GPU tab, or a note that it was not yet captured on a GPU.
+    block per GPU tab, or, where a snippet declares NAME but no data file
+    holds it yet, a note that it was not yet captured on those GPUs. A NAME
+    that neither a data file holds nor a snippet declares (a typo) fails
+    the build.
 
 ``[[notebook notebooks/NAME.ipynb]]``  (alone on a line)
     The "Run in Colab" button (opening the notebook from ``repo_url``) and a
@@ -96,6 +102,7 @@ if str(REPO_ROOT) not in sys.path:  # the hooks must work without an install
 from hooks._directives import rewrite_directives  # noqa: E402
 from hooks._site_fixes import fix_skip_link, portable_404  # noqa: E402
 from triton_course import timings as T  # noqa: E402
+from triton_course.runner import discovery as D  # noqa: E402
 from triton_course.runner import plots as P  # noqa: E402
 
 STALE_TEXT = "measured on an earlier version of this kernel"
@@ -500,17 +507,20 @@ def render_timings(
         # Only a placeholder goes through Markdown and the search indexer:
         # on_post_page puts the SVG in (parsing it twice cost a second a build).
         targets = _plot_targets(bench, name, stated)
+        references = _references(bench, root)
         # One plot by default: the ratio where the page states a ratio
         # target (what it judges), else the rates; the other is one click away.
         ratio_first = target is not None or any(t["kind"] == "ratio" for t in targets)
         kinds = ("ratio", "rate") if ratio_first else ("rate", "ratio")
 
-        def drawn(kind: str, bench=bench, g=g, targets=targets) -> str:
+        def drawn(
+            kind: str, bench=bench, g=g, targets=targets, references=references
+        ) -> str:
             return "".join(  # for the page's column and for a phone (CSS picks)
                 " ".join(
                     P.render_svg(
                         bench, g.gpu, target=target, vs=vs, targets=targets,
-                        layout=layout, kind=kind,
+                        layout=layout, kind=kind, references=references,
                     ).split()
                 )
                 for layout in (P.WIDE, P.NARROW)
@@ -528,12 +538,19 @@ def render_timings(
             "method and the data files are in the block below.*"
         )
         body.append("")
+        if references and kinds[0] == "rate":
+            body += [_reference_note(references), ""]
         # HTML links, relative to the page's URL: the files appear only in
         # on_post_build, so MkDocs must not look for them among the docs
         json_url, csv_url = (get_relative_url(u, page_url) for u in data_urls(g, name))
         other = drawn(kinds[1])
+        note = (
+            _html_paragraph(_reference_note(references))
+            if references and kinds[1] == "rate"
+            else ""
+        )
         full = _defer(
-            (f'<div class="course-plot">{other}</div>' if "<g" in other else "")
+            (f'<div class="course-plot">{other}</div>{note}' if "<g" in other else "")
             + render_table(bench, g.gpu)
             + f'<p>Download: <a href="{json_url}" download>{g.path.name}</a> '
             "(everything measured on this GPU) · "
@@ -567,6 +584,29 @@ def _stale_note(snippet: str) -> list[str]:
     ]
 
 
+def _references(bench: dict, root: Path) -> list[dict]:
+    """The published figures a benchmark's rate panels draw (its snippet's
+    REFERENCE_LINES), each checked to name a panel of its plot: one that
+    does not raises P.ReferenceLineError, a ValueError, which fails the
+    build naming the page."""
+    return P.check_reference_panels(bench, P.references_for(bench, root))
+
+
+def _reference_note(references: list[dict]) -> str:
+    """The caption of the dotted lines: published, not measured, and where."""
+    return (
+        "*Dotted on the rate panels: published figures, not measured here, in "
+        "this table's unit and work model. "
+        + " ".join(P.describe_references(references))
+        + "*"
+    )
+
+
+def _html_paragraph(markdown_line: str) -> str:
+    """A one-line italic Markdown caption as HTML (for a deferred block)."""
+    return f"<p><em>{html.escape(markdown_line.strip('*'))}</em></p>"
+
+
 def render_plot(name: str, gpus: list, root: Path, plots_dir: Path) -> str:
     measured = [g for g in gpus if name in g.benchmarks]
     if not measured:
@@ -590,16 +630,33 @@ def render_plot(name: str, gpus: list, root: Path, plots_dir: Path) -> str:
             f"*{g.gpu['name']}, measured {_date(bench)}; dashed: "
             f"{_ceiling_lines(bench, g.gpu).replace('; ', '; dash-dotted: ', 1)}.*",
         ]
+        if references := _references(bench, root):
+            body += ["", _reference_note(references)]
         blocks.append((g.label, "\n".join(body)))
     return _tabs(blocks)
+
+
+def _capture_declared_in_snippets(name: str, root: Path) -> bool:
+    """Whether some snippet's CAPTURES names ``name`` (read from the source,
+    as the runner's staleness check reads it: no import, no torch)."""
+    return any(
+        name in D.static_names(path)[1]
+        for path in D.snippet_files(Path(root) / "snippets")
+    )
 
 
 def render_capture(name: str, gpus: list, root: Path) -> str:
     captured = [g for g in gpus if name in (g.captures or {})]
     if not captured:
-        return (
-            f"*Not yet captured on a GPU: the output of `{name}` appears here "
-            "once the GPU runner has recorded it on a real GPU.*\n"
+        if not _capture_declared_in_snippets(name, root):
+            raise ValueError(
+                f"[[capture {name}]]: no data file holds a capture of that name "
+                "and no snippet's CAPTURES declares one (a typo?)"
+            )
+        where = ", ".join(g.gpu["name"] for g in gpus) or "a GPU"
+        return (  # a capture declared after the data was recorded
+            f"*Not yet captured on {where}: the output of `{name}` appears here "
+            "once the GPU runner has recorded it there.*\n"
         )
     blocks = []
     for g in captured:
@@ -1107,7 +1164,10 @@ def on_page_markdown(markdown, page, config, files):
             plots_dir = Path(config["docs_dir"]) / "assets" / "plots"
             return render_plot(m.group(1), gpus, root, plots_dir)
         if m := _CAPTURE_RE.match(line.strip()):
-            return render_capture(m.group(1), gpus, root)
+            # inside a block (an admonition), its first line keeps the
+            # block's indentation too: rewrite_directives indents the others
+            lead = line[: len(line) - len(line.lstrip())]
+            return lead + render_capture(m.group(1), gpus, root)
         if m := _NOTEBOOK_RE.match(line.strip()):
             return render_notebook(m.group(1), page, config, files)
         line = _MEASURED_RE.sub(lambda m: render_measured(m.group(1), gpus, root), line)

@@ -934,6 +934,139 @@ BENCHMARKS = [
 # --8<-- [end:benchmark]
 
 
+# For the rate plots (not part of the lesson): published figures drawn as
+# dotted reference lines, never measured here. triton_course/runner/plots.py
+# reads this literal from the source. Source: J. Shah, G. Bikshandi, Y. Zhang,
+# V. Thakkar, P. Ramani, T. Dao, "FlashAttention-3: Fast and Accurate Attention
+# with Asynchrony and Low-precision", arXiv:2407.08608, version of July 2024
+# (later revisions report other figures): the bars at sequence length 16k of
+# its speed charts for an H100 80GB SXM5, 16-bit inputs, batch x sequence
+# length = 16k tokens and model width 2048 (so 32 heads of 64 or 16 of 128).
+# The paper counts FLOPs as _bench_flops and _bench_bwd_flops do: 4 n^2 d per
+# head forward, half of it with the causal mask, 2.5 times the forward's
+# backward. Its backward charts are without the causal mask.
+REFERENCE_LINES = [
+    {
+        "label": "FlashAttention-3 paper (H100 SXM5, 16k tokens)",
+        "short_label": "FlashAttention-3 paper",
+        "source": "Shah et al., arXiv:2407.08608, July 2024: charts "
+        "'Attention forward speed', head dim 64 and 128, without and with the "
+        "causal mask, H100 80GB SXM5, at sequence length 16k",
+        "unit": "TFLOP/s",
+        "values": [
+            {"bench": "flash_attention_fwd",
+             "where": {"head_dim": 64, "causal": 0}, "value": 497},
+            {"bench": "flash_attention_fwd",
+             "where": {"head_dim": 128, "causal": 0}, "value": 648},
+            {"bench": "flash_attention_fwd",
+             "where": {"head_dim": 128, "causal": 1}, "value": 616},
+        ],
+    },
+    {
+        "label": "FlashAttention-3 paper (H100 SXM5, 16k tokens)",
+        "short_label": "FlashAttention-3 paper",
+        "source": "Shah et al., arXiv:2407.08608, July 2024: charts "
+        "'Attention backward speed', head dim 64 and 128, no causal mask, H100 "
+        "80GB SXM5, at sequence length 16k",
+        "unit": "TFLOP/s",
+        "values": [
+            {"bench": "flash_attention_bwd",
+             "where": {"head_dim": 64, "causal": 0}, "value": 474},
+            {"bench": "flash_attention_bwd",
+             "where": {"head_dim": 128, "causal": 0}, "value": 561},
+        ],
+    },
+]  # fmt: skip
+
+
+# --8<-- [start:ncu]
+# One forward pass for Nsight Compute (ncu) to profile: the course's kernel or
+# SDPA's own choice (cuDNN's kernel on an H100), at the benchmark's longest
+# sequence with head dimension 128 and no mask. The GPU runner runs
+#   ncu --clock-control none --launch-count 1 --metrics <the lists below> \
+#       --kernel-name regex:<kernel> python flash_attention.py --ncu triton
+# (or --ncu sdpa), as lesson 04 does for its row sums.
+NCU_SIZE = {"batch": 4, "heads": 16, "n_ctx": 8192, "head_dim": 128, "causal": 0}
+NCU_FORWARDS = {"triton": _forward_only, "sdpa": attention_sdpa}
+
+# Each of these is in lesson 04's list (optimization_steps.NCU_METRICS), which
+# the course's H100 runs have collected; what each says, lesson 04 explains.
+NCU_METRICS = [
+    "gpu__time_duration.sum",  # the launch's time under the profiler
+    "launch__grid_size",  # programs: one per SM for a persistent kernel
+    "launch__block_size",  # threads per program (a warp group is 128)
+    "launch__registers_per_thread",  # with shared memory, caps the occupancy
+    "sm__maximum_warps_per_active_cycle_pct",  # theoretical occupancy
+    "sm__warps_active.avg.pct_of_peak_sustained_active",  # achieved occupancy
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",  # how busy the SMs were
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",  # and the DRAM
+    "smsp__issue_active.avg.per_cycle_active",  # issues per scheduler cycle
+    "smsp__average_warps_active_per_issue_active.ratio",
+    # cycles a warp waits per instruction issued, by reason: at a barrier
+    # (the warps of a program waiting for each other), for global memory,
+    # for a fixed-latency result, for a busy pipe (the tensor cores)
+    "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio",
+]
+# Not in lesson 04's list, so not yet read on the course's GPU: Nsight
+# Compute's names for the same launch statistics and rates in its
+# LaunchStats, Occupancy and ComputeWorkloadAnalysis sections. Drop this list
+# if an ncu version does not know one of them.
+NCU_METRICS_UNVERIFIED = [
+    "launch__shared_mem_per_block_dynamic",  # shared memory per program
+    "launch__shared_mem_per_block_static",
+    "launch__occupancy_limit_registers",  # programs per SM its registers allow
+    "launch__occupancy_limit_shared_mem",  # and its shared memory
+    "sm__inst_executed.avg.per_cycle_active",  # instructions per cycle (IPC)
+    "sm__inst_issued.avg.pct_of_peak_sustained_active",  # issue slots busy
+    "sm__instruction_throughput.avg.pct_of_peak_sustained_active",  # SM busy
+    # share of cycles the tensor cores' pipe was busy
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+]
+
+
+def profile_one_forward(which: str) -> None:
+    """One forward pass at NCU_SIZE by `which` ("triton" or "sdpa").
+
+    Its kernel runs once in the process, so ncu's one profiled launch is
+    this one; no warm-up launch comes first (Triton compiles before the
+    launch, and ncu empties the caches before each replay anyway).
+    """
+    if which not in NCU_FORWARDS:
+        raise ValueError(f"--ncu takes one of {sorted(NCU_FORWARDS)}, got {which!r}")
+    q, k, v, causal = _bench_inputs(NCU_SIZE, torch.float16, "cuda")
+    NCU_FORWARDS[which](q, k, v, causal)
+    torch.cuda.synchronize()
+
+
+# --8<-- [end:ncu]
+
+
+# For the GPU runner (not part of the lesson): Nsight Compute's counters for
+# one forward launch of each kernel, alone on the GPU. SDPA's kernel is named
+# by the cuDNN build (on an H100 with torch 2.11:
+# cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_...):
+# the regex holds for its forward kernels of any tile shape.
+CAPTURES = {
+    "attention_fwd_triton_ncu": {
+        "ncu": {
+            "args": ["--ncu", "triton"],
+            "metrics": NCU_METRICS + NCU_METRICS_UNVERIFIED,
+            "kernel": "_attention_fwd_kernel",
+        }
+    },
+    "attention_fwd_cudnn_ncu": {
+        "ncu": {
+            "args": ["--ncu", "sdpa"],
+            "metrics": NCU_METRICS + NCU_METRICS_UNVERIFIED,
+            "kernel": "cudnn.*fprop",
+        }
+    },
+}
+
+
 # --8<-- [start:main]
 def main():
     device = "cuda" if torch.cuda.is_available() and not _interpreting() else "cpu"
@@ -967,5 +1100,10 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if sys.argv[1:2] == ["--ncu"]:  # the GPU runner's Nsight Compute captures
+        profile_one_forward(" ".join(sys.argv[2:]))
+    else:
+        main()
 # --8<-- [end:main]

@@ -1048,3 +1048,120 @@ def test_cpu_tensors_need_the_interpreter(monkeypatch):
 def test_main_runs_under_the_interpreter(capsys):
     fa.main()
     assert capsys.readouterr().out.count("output and gradients match float64") == 2
+
+
+# ------------------------------------------------ Nsight Compute captures ---
+def test_the_ncu_captures_profile_each_forward_kernel_once():
+    # part 2's "why cuDNN is faster here": one launch of each kernel, named
+    # by a regex that ncu matches against the kernel's name
+    import re
+
+    from triton_course.runner import discovery
+
+    _, captures = discovery.static_names(fa.__file__)
+    assert {"attention_fwd_triton_ncu", "attention_fwd_cudnn_ncu"} <= set(captures)
+    discovery.check_captures(fa.CAPTURES, "flash_attention.py")
+    ours = fa.CAPTURES["attention_fwd_triton_ncu"]["ncu"]
+    cudnn = fa.CAPTURES["attention_fwd_cudnn_ncu"]["ncu"]
+    assert ours["args"] == ["--ncu", "triton"] and cudnn["args"] == ["--ncu", "sdpa"]
+    assert re.search(ours["kernel"], fa._attention_fwd_kernel.fn.__name__)
+    for name in ("_attention_bwd_dq_kernel", "_attention_bwd_dkdv_kernel"):
+        assert not re.search(ours["kernel"], name)
+    # SDPA's kernels on the H100 with torch 2.11 (the report's table): the
+    # regex takes the forward one only
+    sm90 = "cudnn_generated_fort_native_sdpa_sm90_flash_{}_wgmma_f16_knob_"
+    assert re.search(cudnn["kernel"], sm90.format("fprop") + "7_64x128x128_4x1x1")
+    assert not re.search(cudnn["kernel"], sm90.format("bprop") + "26_64x64x128")
+    assert fa.NCU_SIZE == {"batch": 4, "heads": 16, "n_ctx": 8192, "head_dim": 128,
+                           "causal": 0}  # fmt: skip
+    assert fa.NCU_SIZE in fa.BENCHMARK_SIZES  # a row the tables time
+
+
+def test_the_ncu_metrics_lesson_04_proved_are_kept_apart_from_the_new_ones():
+    # NCU_METRICS: names the course's H100 runs have collected (lesson 04's
+    # list); NCU_METRICS_UNVERIFIED: the others, which a run may have to drop
+    rowsum = load_snippet("optimization_steps")
+    assert set(fa.NCU_METRICS) <= set(rowsum.NCU_METRICS)
+    assert not set(fa.NCU_METRICS_UNVERIFIED) & set(rowsum.NCU_METRICS)
+    for spec in fa.CAPTURES.values():
+        metrics = spec["ncu"]["metrics"]
+        assert metrics == fa.NCU_METRICS + fa.NCU_METRICS_UNVERIFIED
+        assert len(set(metrics)) == len(metrics)
+
+
+def test_the_ncu_command_line_refuses_an_unknown_kernel(monkeypatch):
+    import runpy
+    import sys
+
+    monkeypatch.setattr(sys, "argv", ["flash_attention.py", "--ncu", "flash3"])
+    with pytest.raises(ValueError, match=r"--ncu takes one of \['sdpa', 'triton'\]"):
+        runpy.run_path(fa.__file__, run_name="__main__")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("which", ["triton", "sdpa"])
+def test_the_ncu_launch_runs_the_profiled_kernel_exactly_once(which):
+    import re
+
+    from torch.profiler import ProfilerActivity, profile
+
+    name = (
+        "attention_fwd_triton_ncu" if which == "triton" else "attention_fwd_cudnn_ncu"
+    )
+    kernel = fa.CAPTURES[name]["ncu"]["kernel"]
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fa.profile_one_forward(which)
+    launches = {e.key: e.count for e in prof.key_averages() if re.search(kernel, e.key)}
+    assert sum(launches.values()) == 1, launches
+
+
+def _ncu_metrics(text: str) -> dict:
+    import re
+
+    found = re.findall(r"^ +([a-z][\w.]+) +(?:[\w/%]+ +)?([\d.,]+)$", text, re.M)
+    return {name: float(value.replace(",", "")) for name, value in found}
+
+
+def _attention_ncu_runs() -> dict:
+    """Each run's two attention captures (data/timings, data/reproducibility
+    and COURSE_TIMINGS_DIR), where a run holds them."""
+    import os
+    from pathlib import Path
+
+    from conftest import REPO_ROOT
+
+    dirs = [REPO_ROOT / "data" / "timings", REPO_ROOT / "data" / "reproducibility"]
+    if os.environ.get("COURSE_TIMINGS_DIR"):
+        dirs.append(Path(os.environ["COURSE_TIMINGS_DIR"]))
+    runs = {}
+    for folder in dirs:
+        for path in sorted(folder.glob("*.json")):
+            captures = json.loads(path.read_text()).get("captures", {})
+            if {"attention_fwd_triton_ncu", "attention_fwd_cudnn_ncu"} <= set(captures):
+                runs[str(path)] = captures
+    return runs
+
+
+def test_the_pages_reading_of_the_ncu_captures_holds_in_every_captured_run():
+    # part 2 reads the two captures in words, never numbers: the course's
+    # kernel runs many programs per SM, each of two warp groups; cuDNN's is
+    # persistent (one program per SM) with three warp groups; each fits one
+    # program per SM. Checked in every run that holds the captures.
+    runs = _attention_ncu_runs()
+    if not runs:
+        pytest.skip("no data file holds the attention ncu captures yet")
+    size = fa.NCU_SIZE
+    block_m = fa.default_config("forward", size["head_dim"], torch.float16)["BLOCK_M"]
+    programs = size["n_ctx"] // block_m * size["batch"] * size["heads"]
+    for where, captures in runs.items():
+        ours = _ncu_metrics(captures["attention_fwd_triton_ncu"]["text"])
+        cudnn = _ncu_metrics(captures["attention_fwd_cudnn_ncu"]["text"])
+        sms = captures["attention_fwd_cudnn_ncu"]["provenance"]["sm_count"]
+        assert ours["launch__grid_size"] == programs > 2 * sms, where
+        assert cudnn["launch__grid_size"] == sms, where
+        assert ours["launch__block_size"] == 2 * 128, where
+        assert cudnn["launch__block_size"] == 3 * 128, where
+        for metrics in (ours, cudnn):  # one program's warps of an SM's 64
+            warps = metrics["launch__block_size"] / 32
+            theoretical = metrics["sm__maximum_warps_per_active_cycle_pct"]
+            assert theoretical == pytest.approx(100 * warps / 64, abs=0.01), where

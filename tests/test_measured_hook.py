@@ -871,3 +871,36 @@ def test_vs_value_is_a_rate_ratio_when_the_two_benchmarks_do_different_work():
     spread, text = hook._shown(hot["rows"][0], hot, "vs:cold", "Triton", g)
     assert spread.median == pytest.approx(20 / 1.5)
     assert text.startswith("13.33×")
+
+
+# ---------------------------------------------- captures the data lacks ---
+CAPTURE_SNIPPET = 'CAPTURES = {"probe_ncu": {"ncu": {"args": ["--ncu"]}}}\n'
+
+
+def test_a_declared_capture_not_yet_recorded_says_so_inside_its_block(tmp_path):
+    # a snippet declares a capture that the data (an older run) lacks: the
+    # page says which GPU has not captured it and builds; inside an
+    # admonition, what follows the directive stays in the block
+    (tmp_path / "snippets").mkdir()
+    (tmp_path / "snippets" / "probe.py").write_text(CAPTURE_SNIPPET)
+    page = "# P\n\n!!! note\n\n    [[capture probe_ncu]]\n\n    After it.\n"
+    code, html, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
+    assert code == 0, err
+    assert re.search(
+        r'<div class="admonition note">\s*<p class="admonition-title">Note</p>\s*'
+        r"<p><em>Not yet captured on Fixture GPU A: "
+        r"the output of <code>probe_ncu</code> appears here.*?</em></p>\s*"
+        r"<p>After it.</p>\s*</div>",
+        html,
+        re.S,
+    ), html
+
+
+def test_a_capture_no_snippet_declares_fails_the_build(tmp_path):
+    (tmp_path / "snippets").mkdir()
+    (tmp_path / "snippets" / "probe.py").write_text(CAPTURE_SNIPPET)
+    page = "# P\n\n[[capture probe_nuc]]\n"
+    code, _, err = build(tmp_path, {"fixture-gpu-a.json": fixture_doc()}, page)
+    assert code != 0
+    assert "index.md:3: [[capture probe_nuc]]: no data file holds a capture" in err
+    assert "no snippet's CAPTURES declares one" in err

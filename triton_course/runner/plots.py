@@ -19,13 +19,19 @@ others, see groups()); otherwise categories ordered by size. The y axis
 turns logarithmic where the data span more than LOG_SPAN. Every text's
 estimated extent stays inside the viewBox, and line labels are placed so
 that none overlaps another or the data (Labels).
+
+A rate panel also draws, dotted, each published figure that the benchmark's
+snippet declares for it in ``REFERENCE_LINES`` (another party's result, such
+as a paper's, never a measurement of this course): see read_reference_lines.
 """
 
 from __future__ import annotations
 
+import ast
 import math
 from dataclasses import dataclass
 from html import escape
+from pathlib import Path
 
 from triton_course import timings as T
 from triton_course.runner import measure as M
@@ -39,6 +45,8 @@ EXTRA_COLORS = ("#ae3ec9", "#1098ad", "#e64980", "#868e96")
 DASHES = {"Triton": "", "PyTorch eager": "6 3", "torch.compile": "2 3"}
 MEASURED_DASH, VENDOR_DASH = "8 4", "12 3 2 3"  # the two ceiling lines
 TARGET_DASH, PARITY_DASH = "2 3", "8 4"  # a page's target; 1× on a ratio panel
+REFERENCE_DASH = "1 2"  # a published figure (REFERENCE_LINES), dotted
+REPO_ROOT = Path(__file__).resolve().parents[2]
 # What each roofline's probe is (measure.py times them): the measured line's name
 PROBES = {
     "bandwidth": f"{M.COPY_BYTES // 2**30} GiB device copy",
@@ -106,6 +114,288 @@ def _ceiling_labels(bench: dict, gpu: dict, narrow: bool) -> list[tuple]:
                       f"vendor spec-sheet peak ({sheet}) "
                       f"{_fmt_rate(peak['value'])} {unit}"))  # fmt: skip
     return lines
+
+
+# ---------------------------------------------------------- reference lines ---
+# A snippet may declare published figures to draw beside its measurements:
+#
+#     REFERENCE_LINES = [
+#         {
+#             "label": "FlashAttention-3 paper (H100 SXM5, 16k tokens)",
+#             "short_label": "FlashAttention-3 paper",  # optional: narrow panels
+#             "source": "Shah et al., arXiv:2407.08608 (July 2024), ...",
+#             "unit": "TFLOP/s",
+#             "values": [
+#                 {"bench": "flash_attention_fwd",
+#                  "where": {"head_dim": 128, "causal": 0}, "value": 648},
+#             ],
+#         },
+#     ]
+#
+# "where" names the panel: size parameters (and optionally "dtype") that every
+# row of a rate panel holds. It is read with ast, never imported: the docs
+# build has neither torch nor triton. The value is in the benchmark's own
+# unit, so the work model behind it must be the benchmark's (the snippet says
+# so beside the figures).
+_REFERENCE_KEYS = ("label", "short_label", "source", "unit", "values")
+_REFERENCE_REQUIRED = ("label", "source", "unit", "values")
+_VALUE_KEYS = ("bench", "where", "value")
+UNIT_OF_METRIC = {"compute": "TFLOP/s", "bandwidth": "GB/s"}
+
+
+class ReferenceLineError(ValueError):
+    """A snippet's REFERENCE_LINES that cannot be drawn as it says."""
+
+
+def _constant(node):
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def declared_benchmarks(tree: ast.Module) -> dict[str, dict]:
+    """name -> {"title", "params", "metric"} of each benchmark description a
+    snippet writes as a dict literal (BENCHMARK or BENCHMARKS), read from
+    the source: the values that are literals, None for the others."""
+    found = {}
+    for node in tree.body:
+        if not isinstance(node, ast.Assign) or not any(
+            isinstance(t, ast.Name) and t.id in ("BENCHMARK", "BENCHMARKS")
+            for t in node.targets
+        ):
+            continue
+        items = node.value.elts if isinstance(node.value, ast.List) else [node.value]
+        for item in items:
+            if not isinstance(item, ast.Dict):
+                continue
+            fields = {
+                k.value: _constant(v)
+                for k, v in zip(item.keys, item.values, strict=True)
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            }
+            if isinstance(fields.get("name"), str):
+                found[fields["name"]] = {
+                    key: fields.get(key) for key in ("title", "params", "metric")
+                }
+    return found
+
+
+def check_reference_lines(lines, benches: dict, where: str) -> list[dict]:
+    """Validate a REFERENCE_LINES value against the benchmarks its snippet
+    declares (declared_benchmarks); return one dict per line to draw:
+    bench, where, value, label, short_label, unit, source. Anything that
+    cannot be drawn as declared raises ReferenceLineError naming it."""
+
+    def fail(message):
+        raise ReferenceLineError(f"{where}: REFERENCE_LINES{message}")
+
+    if not isinstance(lines, list) or not lines:
+        fail(" must be a non-empty list of dicts, one per published source")
+    out = []
+    for i, group in enumerate(lines):
+        at = f"[{i}]"
+        if not isinstance(group, dict):
+            fail(f"{at} must be a dict, got {type(group).__name__}")
+        missing = [k for k in _REFERENCE_REQUIRED if k not in group]
+        if missing:
+            fail(
+                f"{at} misses {missing}: a published figure says what it is "
+                "('label'), where it was published ('source'), its 'unit' "
+                "and its 'values'"
+            )
+        unknown = [k for k in group if k not in _REFERENCE_KEYS]
+        if unknown:
+            fail(f"{at} has unknown keys {unknown} (allowed: {list(_REFERENCE_KEYS)})")
+        for key in ("label", "short_label", "source"):
+            if key in group and not (
+                isinstance(group[key], str) and group[key].strip()
+            ):
+                fail(f"{at}[{key!r}] must be a non-empty string")
+        if group["unit"] not in UNIT_OF_METRIC.values():
+            fail(f"{at}['unit'] must be one of {sorted(UNIT_OF_METRIC.values())}")
+        values = group["values"]
+        if not isinstance(values, list) or not values:
+            fail(f"{at}['values'] must be a non-empty list")
+        for j, item in enumerate(values):
+            at_item = f"{at}['values'][{j}]"
+            if not isinstance(item, dict) or sorted(item) != sorted(_VALUE_KEYS):
+                fail(
+                    f"{at_item} must be a dict with exactly the keys "
+                    f"{list(_VALUE_KEYS)}, got {item!r}"
+                )
+            name = item["bench"]
+            if name not in benches:
+                fail(
+                    f"{at_item} names benchmark {name!r}, which this snippet "
+                    f"does not declare (it declares {sorted(benches)})"
+                )
+            bench = benches[name]
+            metric_unit = UNIT_OF_METRIC.get(bench.get("metric"))
+            if metric_unit is not None and metric_unit != group["unit"]:
+                fail(
+                    f"{at}['unit'] is {group['unit']!r}, but {name!r} is "
+                    f"measured in {metric_unit}"
+                )
+            value = item["value"]
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                fail(f"{at_item}['value'] must be a number, got {value!r}")
+            if not value > 0:
+                fail(f"{at_item}['value'] must be positive, got {value!r}")
+            chosen = item["where"]
+            if not isinstance(chosen, dict) or not chosen:
+                fail(
+                    f"{at_item}['where'] must name the panel: a dict of size "
+                    "parameters (and optionally 'dtype') and their values"
+                )
+            params = list(bench.get("params") or [])
+            for key in chosen:
+                if key != "dtype" and key not in params:
+                    fail(
+                        f"{at_item}['where'] names {key!r}, which is not a "
+                        f"parameter of {name!r} ({params} or 'dtype')"
+                    )
+            out.append({
+                "bench": name, "where": dict(chosen), "value": float(value),
+                "label": group["label"],
+                "short_label": group.get("short_label", group["label"]),
+                "unit": group["unit"], "source": group["source"],
+            })  # fmt: skip
+    return out
+
+
+_declarations: dict = {}  # path -> ((mtime_ns, size), (benches, lines))
+
+
+def read_reference_lines(path: Path) -> tuple[dict, list[dict]]:
+    """(the benchmarks, the checked reference lines) a snippet declares,
+    read from its source (not imported); ([], ...) without REFERENCE_LINES.
+    Read once per version of the file."""
+    path = Path(path)
+    stat = path.stat()
+    version = (stat.st_mtime_ns, stat.st_size)
+    cached = _declarations.get(path)
+    if cached and cached[0] == version:
+        return cached[1]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    benches = declared_benchmarks(tree)
+    lines: list[dict] = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "REFERENCE_LINES" for t in node.targets
+        ):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                raise ReferenceLineError(
+                    f"{path}: REFERENCE_LINES must be a literal (lists, dicts, "
+                    "strings, numbers): the docs build reads it from the source "
+                    "without importing the snippet"
+                ) from None
+            lines = check_reference_lines(value, benches, str(path))
+    _declarations[path] = (version, (benches, lines))
+    return benches, lines
+
+
+def references_for(bench: dict, root: Path = REPO_ROOT) -> list[dict]:
+    """The reference lines that the snippet a benchmark record names
+    (``bench["snippet"]``) declares for it, the benchmark found by the
+    title the record carries; none where that file is gone."""
+    snippet = bench.get("snippet")
+    path = Path(root) / snippet if snippet else None
+    if path is None or not path.is_file():
+        return []
+    benches, lines = read_reference_lines(path)
+    names = {n for n, d in benches.items() if d.get("title") == bench.get("title")}
+    return [line for line in lines if line["bench"] in names]
+
+
+def _holds(line: dict, rows: list) -> bool:
+    """Whether every row of a panel is of the setting a reference names."""
+    return bool(rows) and all(
+        (r["dtype"] if key == "dtype" else r["size"].get(key)) == value
+        for r in rows
+        for key, value in line["where"].items()
+    )
+
+
+def _rate_panels(bench: dict) -> list[list]:
+    """The rows of each rate panel render_svg draws (per dtype, per small
+    multiple)."""
+    panels = []
+    for dtype in dict.fromkeys(r["dtype"] for r in bench["rows"]):
+        rows = [r for r in bench["rows"] if r["dtype"] == dtype]
+        panels += [prows for _, prows in groups(bench, rows)[1]]
+    return panels
+
+
+def check_reference_panels(bench: dict, lines: list[dict]) -> list[dict]:
+    """The lines, each checked to name at least one rate panel of this
+    benchmark's plot; a line that names none (a size only part of a panel
+    has, a value no row has) raises ReferenceLineError."""
+    panels = _rate_panels(bench)
+    for line in lines:
+        if not any(_holds(line, rows) for rows in panels):
+            settings = sorted(
+                {
+                    ", ".join(f"{k} {v}" for k, v in rows[0]["size"].items()
+                              if all(r["size"][k] == v for r in rows))
+                    for rows in panels
+                }
+            )  # fmt: skip
+            raise ReferenceLineError(
+                f"{line['bench']}: the reference line {line['label']!r} at "
+                f"{line['value']:g} {line['unit']} is declared for "
+                f"{line['where']}, which is no panel of its plot: every row of "
+                f"a panel must hold it (the panels: {settings})"
+            )
+    return lines
+
+
+def _setting(line: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in line["where"].items())
+
+
+def describe_reference(line: dict) -> str:
+    """What one line draws, where, and its source (its hover title)."""
+    return (
+        f"{line['label']}: {_fmt_rate(line['value'])} {line['unit']} at "
+        f"{_setting(line)}; {line['source']}"
+    )
+
+
+def describe_references(lines: list[dict]) -> list[str]:
+    """Sentences of a caption, one per source: its label, each value at its
+    panel's setting, then the source."""
+    by_source: dict[tuple, list] = {}
+    for line in lines:
+        key = (line["label"], line["source"], line["unit"])
+        by_source.setdefault(key, []).append(line)
+    return [
+        f"{label}: "
+        + "; ".join(f"{_fmt_rate(x['value'])} {unit} at {_setting(x)}" for x in group)
+        + f" ({source})."
+        for (label, source, unit), group in by_source.items()
+    ]
+
+
+def _reference_label(line: dict, narrow: bool) -> str:
+    if narrow:
+        return f"{line['short_label']} {_fmt_rate(line['value'])}"
+    return f"{line['label']} {_fmt_rate(line['value'])} {line['unit']}"
+
+
+def _reference_line(out: list, L: Layout, y: float, line: dict) -> None:
+    """A published figure across the panel, dotted; its hover title names
+    the source (the caption under the plot does too)."""
+    out.append(
+        f'<line class="reference" data-reference="{escape(line["label"])}" '
+        f'data-value="{line["value"]:g}" x1="{L.left}" y1="{y:.1f}" '
+        f'x2="{L.w - L.right}" y2="{y:.1f}" stroke="currentColor" '
+        f'stroke-width="2" stroke-dasharray="{REFERENCE_DASH}" '
+        f'stroke-opacity="0.8"><title>{escape(describe_reference(line))}'
+        "</title></line>"
+    )
 
 
 MARKERS = ("circle", "square", "diamond", "triangle")
@@ -598,20 +888,24 @@ def _dash_key(x: float, y: float, dash: str) -> str:
 
 def _panel(
     L: Layout, bench: dict, gpu: dict, rows: list, title: str, y0: float,
-    targets=(), scale_rows=None, in_legend: bool = False,
+    targets=(), scale_rows=None, in_legend: bool = False, references=(),
 ) -> tuple[list[str], float]:  # fmt: skip
-    """Rate against size for every implementation, with the measured roofline
-    and the vendor's peak; returns the SVG and the panel's height. Each
-    ceiling and target line is labelled where no data is; where one finds
-    no such place, the panel is drawn again with all of them named in its
-    legend (in_legend)."""
+    """Rate against size for every implementation, with the measured roofline,
+    the vendor's peak and the published figures (``references``) this
+    panel's rows are all of; returns the SVG and the panel's height. Each
+    ceiling, target and reference line is labelled where no data is; where
+    one finds no such place, the panel is drawn again with all of them
+    named in its legend (in_legend)."""
     peers = [p for p in bench["peers"] if any(p in r["results"] for r in rows)]
     ceilings = _ceiling_labels(bench, gpu, L.narrow)
     roof = T.probe_of(bench["roofline"])
-    # small multiples share one y scale (scale_rows: every row of the dtype)
+    mine = [ref for ref in references if _holds(ref, rows)]
+    # small multiples share one y scale (scale_rows: every row of the dtype),
+    # which holds every reference line of the benchmark
     every = scale_rows or rows
     ys = yscale(
         [v for v, *_ in ceilings]
+        + [ref["value"] for ref in references]
         + [r["results"][p]["rate"] for r in every for p in r["results"]]
     )
     dtype = rows[0]["dtype"]
@@ -636,7 +930,11 @@ def _panel(
         ] + [
             (lambda x, y: _dash_key(x, y, TARGET_DASH), text)
             for text in dict.fromkeys(text for _, text in goals)
-        ]
+        ] + [
+            (lambda x, y: _dash_key(x, y, REFERENCE_DASH),
+             _reference_label(ref, L.narrow))
+            for ref in mine
+        ]  # fmt: skip
     head = _header(out, L, y0, title, legend)
     axis = xaxis([r["size"] for r in rows], bench["params"])
     px, py, foot = _frame(
@@ -670,6 +968,9 @@ def _panel(
     for value, dash, cls, _ in ceilings:
         _hline(out, L, py(value), "", labels, cls=cls, dash=dash)
         labels.avoid((L.left, py(value), L.w - L.right, py(value)))
+    for ref in mine:
+        _reference_line(out, L, py(ref["value"]), ref)
+        labels.avoid((L.left, py(ref["value"]), L.w - L.right, py(ref["value"])))
     placed = all(
         in_legend or labels.place(out, L.w - L.right - 4, py(value), text, True)
         for value, _, _, text in ceilings
@@ -677,9 +978,14 @@ def _panel(
         _target_line(out, L, px, rows, t, py(roof * t["value"] / 100),
                      "" if in_legend else text, labels)
         for t, text in goals
+    ) and all(
+        in_legend or labels.place(out, L.w - L.right - 4, py(ref["value"]),
+                                  _reference_label(ref, L.narrow), True)
+        for ref in mine
     )  # fmt: skip
     if not placed:
-        return _panel(L, bench, gpu, rows, title, y0, targets, scale_rows, True)
+        return _panel(L, bench, gpu, rows, title, y0, targets, scale_rows, True,
+                      references)  # fmt: skip
     # one line per peer
     for k, peer in enumerate(peers):
         color = _color(peer, bench["peers"])
@@ -878,10 +1184,15 @@ def render_svg(
     targets: list | tuple = (),
     layout: Layout = WIDE,
     kind: str = "",
+    references: list | None = None,
 ) -> str:
     """The whole plot as one line of SVG (safe to inline in Markdown), drawn
     for a page's column (WIDE) or a phone (NARROW). What the runner writes to
     docs/assets/plots and what `replot` redraws is render_svg(bench, gpu).
+
+    ``references``: the published figures drawn dotted on the rate panels
+    (see read_reference_lines); None, those the benchmark's snippet
+    declares (references_for). One that names no panel is refused.
 
     kind="rate" draws only the rate panels, kind="ratio" only the ratio
     panels; by default the rate panels, and with ratio=True the ratio panels
@@ -900,6 +1211,9 @@ def render_svg(
     for peer in [vs] + [t.get("peer") for t in targets if t["kind"] == "ratio"]:
         if peer is not None and peer not in bench["peers"]:
             raise ValueError(f"vs={peer!r} is not a peer of {bench['title']!r}")
+    if references is None:
+        references = references_for(bench)
+    references = check_reference_panels(bench, list(references))
     targets = list(targets)
     if target is not None:
         targets.append({"kind": "ratio", "peer": vs, "value": target, "rows": None})
@@ -944,7 +1258,7 @@ def render_svg(
         )
         if axis is None:
             drawn, tall = _draw(draw, layout, bench, gpu, rows, f"{what} — {dtype}",
-                                height, targets, peer)  # fmt: skip
+                                height, targets, peer, None, references)  # fmt: skip
             body += drawn
             height += tall
             continue
@@ -959,7 +1273,7 @@ def render_svg(
             tallest = 0.0
             for j, (setting, prows) in enumerate(parts[i : i + cols]):
                 drawn, tall = _draw(draw, sub, bench, gpu, prows, setting, height,
-                                    targets, peer, rows)  # fmt: skip
+                                    targets, peer, rows, references)  # fmt: skip
                 if j:
                     drawn = [
                         f'<g transform="translate({sub.w * j},0)">',
@@ -983,9 +1297,13 @@ def render_svg(
     return "".join(parts_) + "\n"
 
 
-def _draw(draw, L, bench, gpu, rows, title, y0, targets, peer, scale_rows=None):
+def _draw(
+    draw, L, bench, gpu, rows, title, y0, targets, peer, scale_rows=None,
+    references=(),
+):  # fmt: skip
     if draw is _ratio_panel:
         if not ratio_points(bench, rows[0]["dtype"], peer, rows):
             return [], 0.0
         return _ratio_panel(L, bench, gpu, rows, title, y0, targets, peer)
-    return _panel(L, bench, gpu, rows, title, y0, targets, scale_rows)
+    return _panel(L, bench, gpu, rows, title, y0, targets, scale_rows,
+                  references=references)  # fmt: skip
