@@ -535,6 +535,69 @@ BENCHMARKS = [
 # --8<-- [end:benchmark]
 
 
+# --8<-- [start:ncu]
+# One per-row GEMM for Nsight Compute (ncu) to profile: this kernel or
+# torch._scaled_mm's (cuBLASLt's nvjet kernels on an H100), at the benchmark's
+# MLP shape. The GPU runner runs
+#   ncu --launch-count 1 --metrics <NCU_METRICS> \
+#       --kernel-name regex:<kernel> python matmul_fp8.py --ncu triton
+# (or --ncu cublas), as lesson 04 does for its row sums.
+NCU_SHAPE = (8192, 14336, 4096)  # M, N, K
+NCU_GEMMS = ("triton", "cublas")
+
+# Names the course's H100 runs have collected (lesson 04's list): the launch's
+# shape, its occupancy, how busy the SMs were, and why warps did not issue.
+NCU_METRICS = [
+    "gpu__time_duration.sum",  # the launch's time under the profiler
+    "launch__grid_size",  # programs: one per SM for a persistent kernel
+    "launch__block_size",  # threads per program (a warp group is 128)
+    "launch__registers_per_thread",
+    "sm__maximum_warps_per_active_cycle_pct",  # theoretical occupancy
+    "sm__warps_active.avg.pct_of_peak_sustained_active",  # achieved occupancy
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "smsp__issue_active.avg.per_cycle_active",
+    "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",
+    "smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio",
+]
+
+
+def profile_one_gemm(which: str) -> None:
+    """One per-row fast-accumulation GEMM at NCU_SHAPE by `which`."""
+    if which not in NCU_GEMMS:
+        raise ValueError(f"--ncu takes one of {list(NCU_GEMMS)}, got {which!r}")
+    # the benchmark's inputs and calls (its description, above)
+    gemm = _triton_fast if which == "triton" else _scaled_mm_fast
+    m, n, k = NCU_SHAPE
+    inputs = _bench_inputs_rowwise({"M": m, "N": n, "K": k}, FP8, "cuda")
+    torch.cuda.synchronize()
+    gemm(*inputs)
+    torch.cuda.synchronize()
+
+
+# --8<-- [end:ncu]
+
+
+# For the GPU runner (not part of the lesson): Nsight Compute's counters for
+# one launch of each GEMM, alone on the GPU. torch._scaled_mm's kernel is
+# named by cuBLASLt (nvjet_sm90_... on an H100 with torch 2.11, as the tuning
+# run's profile showed); quantising the inputs launches no nvjet kernel.
+CAPTURES = {
+    "fp8_rowwise_triton_ncu": {
+        "ncu": {
+            "args": ["--ncu", "triton"],
+            "metrics": NCU_METRICS,
+            "kernel": "matmul_fp8_kernel",
+        }
+    },
+    "fp8_rowwise_cublas_ncu": {
+        "ncu": {"args": ["--ncu", "cublas"], "metrics": NCU_METRICS, "kernel": "nvjet"}
+    },
+}
+
+
 # --8<-- [start:main]
 def _median_ms(fn) -> float:
     return triton.testing.do_bench(fn, return_mode="median")
@@ -707,5 +770,8 @@ def _tune(device: str) -> None:
 
 
 if __name__ == "__main__":
-    main(tune="--tune" in sys.argv[1:])
+    if sys.argv[1:2] == ["--ncu"]:  # the GPU runner's Nsight Compute captures
+        profile_one_gemm(" ".join(sys.argv[2:]))
+    else:
+        main(tune="--tune" in sys.argv[1:])
 # --8<-- [end:main]

@@ -575,3 +575,44 @@ def test_the_page_claims_no_unmeasured_cost_and_leans_on_no_mark():
     assert "pays almost nothing" not in page
     assert "one multiply per element of C (what that costs in time has not" in page
     assert "earlier version" not in page and "†" not in page
+
+
+# ---------------------------------------------- the Nsight Compute captures ---
+def test_the_ncu_captures_name_both_gemms_and_refuse_another_choice():
+    # Lesson 04's proven counters only, and the --ncu choices the captures pass
+    steps = load_snippet("optimization_steps")
+    for name, kernel in (("fp8_rowwise_triton_ncu", "matmul_fp8_kernel"),
+                         ("fp8_rowwise_cublas_ncu", "nvjet")):  # fmt: skip
+        spec = mf.CAPTURES[name]["ncu"]
+        assert spec["kernel"] == kernel
+        assert spec["args"][0] == "--ncu" and spec["args"][1] in mf.NCU_GEMMS
+        assert set(spec["metrics"]) <= set(steps.NCU_METRICS), name
+    with pytest.raises(ValueError, match="--ncu takes one of"):
+        mf.profile_one_gemm("cudnn")
+
+
+def test_the_page_reads_the_captures_with_the_kernels_own_warps():
+    # "this kernel's 8 warps are 256 threads": the fast config, which the
+    # per-row benchmark runs (fast accumulation)
+    assert mf.HOPPER_CONFIGS[True]["num_warps"] == 8
+    page = " ".join(PAGE.read_text(encoding="utf-8").split())
+    assert "this kernel's 8 warps are 256 threads" in page
+    for name in mf.CAPTURES:
+        assert f"[[capture {name}]]" in page
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("which", ["triton", "cublas"])
+def test_the_ncu_launch_runs_the_profiled_kernel_exactly_once(which):
+    import re
+
+    from torch.profiler import ProfilerActivity, profile
+
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("the captures are of the Hopper kernels")
+    name = "fp8_rowwise_triton_ncu" if which == "triton" else "fp8_rowwise_cublas_ncu"
+    kernel = mf.CAPTURES[name]["ncu"]["kernel"]
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        mf.profile_one_gemm(which)
+    launches = {e.key: e.count for e in prof.key_averages() if re.search(kernel, e.key)}
+    assert sum(launches.values()) == 1, launches
