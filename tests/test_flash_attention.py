@@ -1165,3 +1165,30 @@ def test_the_pages_reading_of_the_ncu_captures_holds_in_every_captured_run():
             warps = metrics["launch__block_size"] / 32
             theoretical = metrics["sm__maximum_warps_per_active_cycle_pct"]
             assert theoretical == pytest.approx(100 * warps / 64, abs=0.01), where
+
+
+def test_the_pages_reading_of_the_ncu_counters_holds_in_every_captured_run():
+    # part 2: "cuDNN's kernel kept the tensor cores busy for a larger share of
+    # its cycles, executed more instructions per cycle, and its warps spent
+    # fewer cycles stalled at barriers per instruction issued"
+    from conftest import REPO_ROOT
+
+    runs = _attention_ncu_runs()
+    if not runs:
+        pytest.skip("no data file holds the attention ncu captures yet")
+    for where, captures in runs.items():
+        ours = _ncu_metrics(captures["attention_fwd_triton_ncu"]["text"])
+        cudnn = _ncu_metrics(captures["attention_fwd_cudnn_ncu"]["text"])
+        for name in (
+            "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+            "sm__inst_executed.avg.per_cycle_active",
+        ):
+            assert cudnn[name] > ours[name], (where, name)
+        barrier = "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio"
+        assert cudnn[barrier] < ours[barrier], where
+    page = " ".join(
+        (REPO_ROOT / "docs/gpu-architecture/02-flash-attention-backward.md")
+        .read_text(encoding="utf-8")
+        .split()
+    )
+    assert "executed more instructions per cycle (`sm__inst_executed`)" in page

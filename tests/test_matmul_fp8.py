@@ -616,3 +616,41 @@ def test_the_ncu_launch_runs_the_profiled_kernel_exactly_once(which):
         mf.profile_one_gemm(which)
     launches = {e.key: e.count for e in prof.key_averages() if re.search(kernel, e.key)}
     assert sum(launches.values()) == 1, launches
+
+
+def _ncu_metrics(text: str) -> dict:
+    import re
+
+    found = re.findall(r"^ +([a-z][\w.]+) +(?:[\w/%]+ +)?([\d.,]+)$", text, re.M)
+    return {name: float(value.replace(",", "")) for name, value in found}
+
+
+def test_the_pages_reading_of_the_fp8_captures_holds_in_every_captured_run():
+    # "both kernels are persistent; cuBLAS's programs are three warp groups to
+    # this kernel's two; its SMs were busier (sm__throughput), and this
+    # kernel's warps spent more cycles stalled at barriers per instruction"
+    import json
+
+    names = ("fp8_rowwise_triton_ncu", "fp8_rowwise_cublas_ncu")
+    runs = {}
+    for folder in ("timings", "reproducibility"):
+        for path in sorted((REPO_ROOT / "data" / folder).glob("*.json")):
+            captures = json.loads(path.read_text(encoding="utf-8")).get("captures", {})
+            if set(names) <= set(captures):
+                runs[str(path)] = captures
+    if not runs:
+        pytest.skip("no data file holds the FP8 ncu captures yet")
+    for where, captures in runs.items():
+        ours, cublas = (_ncu_metrics(captures[n]["text"]) for n in names)
+        sms = captures[names[1]]["provenance"]["sm_count"]
+        assert ours["launch__grid_size"] == cublas["launch__grid_size"] == sms, where
+        assert (ours["launch__block_size"], cublas["launch__block_size"]) == (
+            2 * 128,
+            3 * 128,
+        ), where
+        busy = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+        assert cublas[busy] > ours[busy], where
+        barrier = "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio"
+        assert ours[barrier] > cublas[barrier], where
+    page = " ".join(PAGE.read_text(encoding="utf-8").split())
+    assert "cuBLAS's programs are three warp groups of 128 threads to this" in page
