@@ -1044,6 +1044,46 @@ def profile_one_forward(which: str) -> None:
 # --8<-- [end:ncu]
 
 
+def backward_kernel_times(size=None, repeats=10) -> str:
+    """Which kernels one backward pass launches, and the GPU time of each:
+    the course's kernels against SDPA's own choice (cuDNN's on an H100), at
+    NCU_SIZE in float16, from torch.profiler over `repeats` backward passes
+    of one forward graph. One line per kernel: implementation, kernel name,
+    launches per backward, microseconds per backward, share of the total."""
+    from torch.profiler import ProfilerActivity, profile
+
+    size = size or NCU_SIZE
+    q, k, v, causal = _bench_inputs(size, torch.float16, "cuda")
+    for t in (q, k, v):
+        t.requires_grad_(True)
+    dout = torch.randn_like(q)
+    lines = [
+        "implementation | kernel | launches per backward | us per backward | share"
+    ]
+    for label, attention in (("Triton", flash_attention), ("SDPA", attention_sdpa)):
+        out = attention(q, k, v, causal)
+        for _ in range(2):  # compile and warm up outside the trace
+            torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(repeats):
+                torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
+            torch.cuda.synchronize()
+        per_kernel = {}  # name -> [launches, microseconds]
+        for e in prof.events():
+            if "CUDA" in str(e.device_type):  # what ran on the GPU
+                entry = per_kernel.setdefault(e.name, [0, 0.0])
+                entry[0] += 1
+                entry[1] += e.time_range.elapsed_us()
+        total = sum(us for _, us in per_kernel.values())
+        for name, (count, us) in sorted(per_kernel.items(), key=lambda k: -k[1][1]):
+            lines.append(f"{label} | {name[:100]} | {count / repeats:g} | "
+                         f"{us / repeats:.1f} | {100 * us / total:.0f} %")  # fmt: skip
+        lines.append(f"{label} | all kernels | | {total / repeats:.1f} | 100 %")
+        del out
+    return "\n".join(lines)
+
+
 # For the GPU runner (not part of the lesson): Nsight Compute's counters for
 # one forward launch of each kernel, alone on the GPU. SDPA's kernel is named
 # by the cuDNN build (on an H100 with torch 2.11:
@@ -1064,6 +1104,7 @@ CAPTURES = {
             "kernel": "cudnn.*fprop",
         }
     },
+    "attention_bwd_kernels": backward_kernel_times,
 }
 
 

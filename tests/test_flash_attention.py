@@ -1083,7 +1083,9 @@ def test_the_ncu_metrics_lesson_04_proved_are_kept_apart_from_the_new_ones():
     rowsum = load_snippet("optimization_steps")
     assert set(fa.NCU_METRICS) <= set(rowsum.NCU_METRICS)
     assert not set(fa.NCU_METRICS_UNVERIFIED) & set(rowsum.NCU_METRICS)
-    for spec in fa.CAPTURES.values():
+    ncu_specs = [c for c in fa.CAPTURES.values() if isinstance(c, dict)]
+    assert len(ncu_specs) == 2  # the forward's two; the backward's is a table
+    for spec in ncu_specs:
         metrics = spec["ncu"]["metrics"]
         assert metrics == fa.NCU_METRICS + fa.NCU_METRICS_UNVERIFIED
         assert len(set(metrics)) == len(metrics)
@@ -1192,3 +1194,21 @@ def test_the_pages_reading_of_the_ncu_counters_holds_in_every_captured_run():
         .split()
     )
     assert "executed more instructions per cycle (`sm__inst_executed`)" in page
+
+
+def test_the_backward_kernel_table_is_a_runner_capture():
+    assert fa.CAPTURES["attention_bwd_kernels"] is fa.backward_kernel_times
+
+
+@pytest.mark.gpu
+def test_the_backward_kernel_table_names_each_kernel_with_its_share():
+    size = {"batch": 1, "heads": 2, "n_ctx": 1024, "head_dim": 128, "causal": 0}
+    text = fa.backward_kernel_times(size, repeats=2)
+    rows = [line.split(" | ") for line in text.splitlines()[1:]]
+    ours = {r[1]: r for r in rows if r[0] == "Triton"}
+    for kernel in ("_attention_bwd_dkdv_kernel", "_attention_bwd_dq_kernel"):
+        assert any(name.startswith(kernel) for name in ours), text
+    for label in ("Triton", "SDPA"):
+        shares = [float(r[4].rstrip(" %")) for r in rows
+                  if r[0] == label and r[1] != "all kernels"]  # fmt: skip
+        assert shares and abs(sum(shares) - 100) <= len(shares), text
