@@ -485,6 +485,26 @@ def test_the_page_says_how_the_checker_sees_a_missing_rescale():
 # online-softmax.md shows this section after the two kernels: the launch and
 # what a reader must know, without the launcher's input checks (collapsed).
 # Its visible code, run in order, runs it (tests/test_visible_code.py).
+def test_the_bare_fused_launch_the_page_shows(capsys):
+    import triton
+
+    online_softmax_fused_kernel = om.online_softmax_fused_kernel
+    # --8<-- [start:launch_fused]
+    # A GPU if there is one, unless TRITON_INTERPRET=1 asked for the CPU
+    on_gpu = torch.cuda.is_available() and not triton.knobs.runtime.interpret
+    device = "cuda" if on_gpu else "cpu"
+    x = 4 * torch.randn(8, 5000, device=device)
+    out = torch.empty_like(x)
+    BLOCK = 1024  # small, so that a row crosses 5 tiles
+    online_softmax_fused_kernel[(x.shape[0],)](  # one program per row
+        x, out, x.shape[1], x.stride(0), out.stride(0), BLOCK_SIZE=BLOCK
+    )
+    torch.testing.assert_close(out, torch.softmax(x, dim=-1))
+    print(f"{x.shape[0]} x {x.shape[1]}, one program per row: matches torch.softmax")
+    # --8<-- [end:launch_fused]
+    assert "one program per row: matches torch.softmax" in capsys.readouterr().out
+
+
 def test_the_bare_launch_the_page_shows(capsys):
     import triton
 

@@ -459,7 +459,7 @@ def _globals_used(code: types.CodeType) -> set[str]:
         # show (a section of their test file); the launchers with their input
         # checks are shown collapsed
         ("triton-series/softmax.md", "softmax", "launch_rows"),
-        ("triton-series/online-softmax.md", "online_softmax", "launch"),
+        ("triton-series/online-softmax.md", "online_softmax", "launch_fused"),
         ("reference/triton-at-a-glance.md", "vector_add_frameworks", "add_triton"),
     ],
 )
