@@ -39,8 +39,11 @@ if not HAS_GPU:
     # Under the interpreter an unmasked out-of-bounds access corrupts memory
     # instead of faulting: make it an error at the access (tests/bounds_check.py).
     import bounds_check
+    import interpreter_speed
 
     bounds_check.install()
+    # the same interpretation for less CPU (tests/interpreter_speed.py)
+    interpreter_speed.install()
 
 # Tolerances per dtype, in one place. Each bounds the error against a float64
 # reference by a small multiple of what the dtype's own rounding gives: half
