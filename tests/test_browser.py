@@ -90,16 +90,17 @@ EXTERNAL = {
 }
 
 
-def _answer_external_requests(context, page):
-    """Answer EXTERNAL's requests through the DevTools protocol, for those
-    URLs only. (Playwright's context.route would do it too, but routing turns
-    Chromium's HTTP cache off: every page then fetched and compiled Material's
-    bundle and MathJax again.)"""
+def _answer_external_requests(context, page, answers=EXTERNAL):
+    """Answer EXTERNAL's requests (or ``answers``': URL prefix -> (content
+    type, body)) through the DevTools protocol, for those URLs only.
+    (Playwright's context.route would do it too, but routing turns Chromium's
+    HTTP cache off: every page then fetched and compiled Material's bundle and
+    MathJax again.)"""
     cdp = context.new_cdp_session(page)
 
     def paused(event):
         url = event["request"]["url"]
-        for prefix, (content_type, body) in EXTERNAL.items():
+        for prefix, (content_type, body) in answers.items():
             if url.startswith(prefix):
                 cdp.send(
                     "Fetch.fulfillRequest",
@@ -117,15 +118,38 @@ def _answer_external_requests(context, page):
         cdp.send("Fetch.continueRequest", {"requestId": event["requestId"]})
 
     cdp.on("Fetch.requestPaused", paused)
-    cdp.send("Fetch.enable", {"patterns": [{"urlPattern": p + "*"} for p in EXTERNAL]})
+    cdp.send("Fetch.enable", {"patterns": [{"urlPattern": p + "*"} for p in answers]})
 
 
-def _new_page(browser, server):
-    """(context, page) as a reader's browser opens the site, offline."""
+SEARCH_INDEX = "search/search_index.json"
+
+
+def _index_without_documents(site) -> str:
+    """The site's search index with its configuration and no documents.
+
+    Material's search worker starts on every page load and indexes every
+    document of the site (800 kB of text) before anyone searches: half a
+    second of CPU per load, the same work on each page. The visits of every
+    page (``desktop`` here, ``phone`` in tests/test_browser_phone.py) get
+    this index instead: the same worker, configured the same, starts on each
+    page and indexes nothing. The whole index is loaded, indexed and
+    searched, console errors included, by test_search_finds_program_id and
+    every test on the ``page`` fixture."""
+    whole = json.loads((site / SEARCH_INDEX).read_text(encoding="utf-8"))
+    assert set(whole) == {"config", "docs"} and whole["docs"], sorted(whole)
+    return json.dumps({**whole, "docs": []})
+
+
+def _new_page(browser, server, search_index: str | None = None):
+    """(context, page) as a reader's browser opens the site, offline; with
+    ``search_index``, the site's search index is answered with that text."""
     context = browser.new_context(base_url=server)
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
     page = context.new_page()
-    _answer_external_requests(context, page)
+    answers = dict(EXTERNAL)
+    if search_index is not None:
+        answers[server + SEARCH_INDEX] = ("application/json", search_index)
+    _answer_external_requests(context, page, answers)
     page.console_errors = []
     page.on(
         "console", lambda m: m.type == "error" and page.console_errors.append(m.text)
@@ -194,6 +218,9 @@ def test_search_finds_program_id(page):
     results = page.locator(".md-search-result__item")
     results.first.wait_for(timeout=15_000)
     assert "Vector addition" in page.locator(".md-search-result").inner_text()
+    # the whole index, loaded and searched (the visits of every page get an
+    # index without documents: _index_without_documents)
+    assert page.console_errors == []
 
 
 def test_colab_and_download_links(page, server):
@@ -686,11 +713,12 @@ READABLE_MARKERS = ('class="arithmatex"', "assets/figures/", "<svg")
 def desktop(browser, server, built_site):
     """Every page at 1400 px in the light scheme, as a first visit shows it:
     {url: {console, scheme, code, support?, tabs?, axe}}. axe runs last (it
-    trims the page), in the light scheme and then the dark one."""
+    trims the page), in the light scheme and then the dark one. The search
+    index has no documents here (_index_without_documents)."""
     site = built_site[0]
     support = set(_pages(site, 'class="course-support"'))
     timings = set(_pages_with_timings(site))
-    context, page = _new_page(browser, server)
+    context, page = _new_page(browser, server, _index_without_documents(site))
     page.set_viewport_size({"width": 1400, "height": 900})
     page.emulate_media(color_scheme="light")
     found = {}

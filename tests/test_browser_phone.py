@@ -11,6 +11,7 @@ import pytest
 from test_browser import (  # noqa: F401  (browser, server: fixtures)
     PHONE,
     READABLE_MARKERS,
+    _index_without_documents,
     _new_page,
     _pages,
     _pages_with_timings,
@@ -172,11 +173,12 @@ def test_on_a_phone_formulas_and_figures_are_readable(phone, built_site):
 @pytest.fixture(scope="module")
 def phone(browser, server, built_site):  # noqa: F811 (the fixtures)
     """Every page with formulas, figures or timing tables at 390 px:
-    {url: {console, readable?, tabs?, page_width?, plots?}}."""
+    {url: {console, readable?, tabs?, page_width?, plots?}}. The search index
+    has no documents here (test_browser._index_without_documents)."""
     site = built_site[0]
     readable = set(_pages(site, *READABLE_MARKERS))
     timings = set(_pages_with_timings(site))
-    context, page = _new_page(browser, server)
+    context, page = _new_page(browser, server, _index_without_documents(site))
     page.set_viewport_size(PHONE)
     found = {}
     try:
